@@ -1,0 +1,169 @@
+"""Locate the compiled artifacts and read the build description from the library."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+#: The C ABI version this Python package was written against (``PGK_ABI_VERSION``).
+ABI_VERSION = 1
+
+_PKG_DIR = Path(__file__).resolve().parent
+
+
+def _library_name() -> str:
+    if sys.platform == "win32":
+        return "pygpukit_kernels.dll"
+    if sys.platform == "darwin":
+        return "libpygpukit_kernels.dylib"
+    return "libpygpukit_kernels.so"
+
+
+def library_path() -> Path:
+    """Return the path of the kernels shared library.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the package was installed without its compiled library (a broken install).
+    """
+    lib_dir = _PKG_DIR / ("bin" if sys.platform == "win32" else "lib")
+    path = lib_dir / _library_name()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"pygpukit-kernels library missing at {path}; reinstall pygpukit-kernels"
+        )
+    return path
+
+
+def header_path() -> Path:
+    """Return the path of the C ABI header ``pygpukit_kernels.h``."""
+    return _PKG_DIR / "include" / "pygpukit_kernels.h"
+
+
+def fatbin_path(name: str) -> Path:
+    """Return the path of the fatbin compiled from ``cuda/<name>.cu``.
+
+    Parameters
+    ----------
+    name
+        Source module name, e.g. ``"elementwise"``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If no such fatbin was shipped; the message lists the available ones.
+    """
+    fat_dir = _PKG_DIR / "fatbin"
+    for candidate in (fat_dir / f"{name}.fatbin", fat_dir / f"{name}.cu.fatbin"):
+        if candidate.is_file():
+            return candidate
+    available = sorted(p.name.split(".")[0] for p in fat_dir.glob("*.fatbin"))
+    raise FileNotFoundError(f"no fatbin named {name!r}; available: {available}")
+
+
+@functools.cache
+def load() -> ctypes.CDLL:
+    """Load the kernels library (once per process) and check its ABI version.
+
+    Loading needs no GPU: cudart, linked statically, opens the driver only at first use.
+
+    Raises
+    ------
+    ImportError
+        If the library's ABI version differs from :data:`ABI_VERSION`.
+    """
+    lib = ctypes.CDLL(str(library_path()))
+    lib.pgk_abi_version.restype = ctypes.c_int
+    lib.pgk_abi_version.argtypes = []
+    got = lib.pgk_abi_version()
+    if got != ABI_VERSION:
+        raise ImportError(
+            f"{library_path()} has C ABI version {got}, this pygpukit_kernels expects "
+            f"{ABI_VERSION}: the package files are mixed from two builds; reinstall it"
+        )
+    lib.pgk_build_info.restype = ctypes.c_char_p
+    lib.pgk_build_info.argtypes = []
+    for fn in (lib.pgk_error_name, lib.pgk_error_string):
+        fn.restype = ctypes.c_char_p
+        fn.argtypes = [ctypes.c_int]
+    return lib
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    """What the kernels were compiled for.
+
+    Attributes
+    ----------
+    abi
+        C ABI version of the library.
+    cuda_archs
+        The CMake ``CUDA_ARCHITECTURES`` entries, e.g. ``("80-real", ..., "120")``.
+    sass_archs
+        Compute capabilities with machine code (SASS), as integers like ``90``.
+    ptx_archs
+        Compute capabilities with PTX, which the driver JIT-compiles for newer GPUs.
+    nvcc
+        Version of the nvcc that built the library.
+    """
+
+    abi: int
+    cuda_archs: tuple[str, ...]
+    sass_archs: tuple[int, ...]
+    ptx_archs: tuple[int, ...]
+    nvcc: str
+
+
+def _parse_arch(entry: str) -> tuple[int, bool, bool]:
+    """Split a CMake CUDA_ARCHITECTURES entry into (arch, has_sass, has_ptx)."""
+    number, _, kind = entry.partition("-")
+    arch = int(number.rstrip("af"))  # "90a" / "100f" feature suffixes
+    if kind == "real":
+        return arch, True, False
+    if kind == "virtual":
+        return arch, False, True
+    return arch, True, True
+
+
+@functools.cache
+def build_info() -> BuildInfo:
+    """Describe the build of the installed kernels library."""
+    raw = json.loads(load().pgk_build_info().decode())
+    entries = tuple(e for e in str(raw["cuda_archs"]).replace(";", ",").split(",") if e)
+    parsed = [_parse_arch(e) for e in entries]
+    return BuildInfo(
+        abi=int(raw["abi"]),
+        cuda_archs=entries,
+        sass_archs=tuple(sorted({a for a, sass, _ in parsed if sass})),
+        ptx_archs=tuple(sorted({a for a, _, ptx in parsed if ptx})),
+        nvcc=str(raw["nvcc"]),
+    )
+
+
+def covers(major: int, minor: int) -> Literal["sass", "ptx"] | None:
+    """Tell how a GPU of compute capability ``major.minor`` runs the shipped kernels.
+
+    Returns
+    -------
+    ``"sass"`` when machine code for that exact arch is shipped, ``"ptx"`` when the driver can
+    JIT-compile shipped PTX of an older arch, ``None`` when the GPU is too old (below every
+    shipped arch).
+
+    Notes
+    -----
+    SASS of ``sm_XY`` also runs on ``sm_XZ`` with ``Z > Y`` (same major), as CUDA's binary
+    compatibility rules allow, so an sm_87 device is covered by sm_86 SASS.
+    """
+    info = build_info()
+    cc = major * 10 + minor
+    if any(a // 10 == major and a % 10 <= minor for a in info.sass_archs):
+        return "sass"
+    if any(a <= cc for a in info.ptx_archs):
+        return "ptx"
+    return None

@@ -1,0 +1,91 @@
+"""What the kernels wheel ships, checked without a GPU."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import pygpukit_kernels as pk
+
+EXPECTED_SASS = (80, 86, 89, 90, 100, 120)
+
+
+def test_build_covers_every_supported_arch() -> None:
+    info = pk.build_info()
+    assert info.abi == pk.ABI_VERSION == 1
+    assert info.sass_archs == EXPECTED_SASS
+    assert info.ptx_archs == (120,)  # PTX for the newest arch, JIT-able by future drivers
+    assert info.nvcc.startswith("13.0.")
+
+
+@pytest.mark.parametrize(
+    ("cc", "expected"),
+    [((8, 0), "sass"), ((8, 6), "sass"), ((8, 7), "sass"), ((8, 9), "sass"), ((9, 0), "sass"),
+     ((10, 0), "sass"), ((10, 3), "sass"), ((12, 0), "sass"), ((12, 1), "sass"),
+     ((13, 0), "ptx"), ((7, 5), None), ((7, 0), None)],
+)
+def test_coverage_rules(cc: tuple[int, int], expected: str | None) -> None:
+    assert pk.covers(*cc) == expected
+
+
+def _needed_libraries(path: str) -> list[str]:
+    tool = shutil.which("readelf") or shutil.which("objdump")
+    if tool is None:
+        pytest.fail("readelf/objdump (binutils) is needed to inspect the library")
+    flag = "-d" if tool.endswith("readelf") else "-p"
+    dump = subprocess.run([tool, flag, path], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"NEEDED\)?\s+(?:Shared library: \[)?([^\]\s]+)", dump)
+
+
+def test_library_needs_neither_libcuda_nor_libcudart() -> None:
+    needed = _needed_libraries(str(pk.library_path()))
+    assert needed, "no NEEDED entries parsed: the check would be vacuous"
+    assert not [n for n in needed if "cuda" in n], needed
+    # cudart and libstdc++ are linked statically: only the C library remains.
+    assert set(needed) <= {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0",
+                           "librt.so.1", "ld-linux-x86-64.so.2"}, needed
+
+
+def test_library_loads_without_a_gpu_and_exports_the_abi() -> None:
+    lib = pk.load()
+    assert lib.pgk_abi_version() == 1
+    for symbol in ("pgk_add_f32", "pgk_build_info", "pgk_error_name", "pgk_error_string"):
+        assert hasattr(lib, symbol), symbol
+    assert lib.pgk_error_name(0) == b"cudaSuccess"
+    assert lib.pgk_error_name(209) == b"cudaErrorNoKernelImageForDevice"
+
+
+def test_launcher_rejects_negative_size_before_touching_the_device() -> None:
+    lib = pk.load()
+    fn = lib.pgk_add_f32
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.c_void_p]
+    assert fn(None, None, None, -1, None) == 1  # cudaErrorInvalidValue
+    assert fn(None, None, None, 0, None) == 0  # empty: nothing launched
+
+
+def test_header_declares_every_exported_launcher() -> None:
+    header = pk.header_path().read_text()
+    assert "#define PGK_ABI_VERSION 1" in header
+    for symbol in ("pgk_abi_version", "pgk_build_info", "pgk_add_f32"):
+        assert f"{symbol}(" in header
+
+
+def test_fatbin_is_a_compressed_multi_arch_fatbin() -> None:
+    data = pk.fatbin_path("elementwise").read_bytes()
+    assert int.from_bytes(data[:4], "little") == 0xBA55ED50  # fatbin magic
+    if (cuobjdump := shutil.which("cuobjdump")) is not None:
+        listing = subprocess.run([cuobjdump, "--list-elf", "--list-ptx",
+                                  str(pk.fatbin_path("elementwise"))],
+                                 capture_output=True, text=True, check=True).stdout
+        for arch in EXPECTED_SASS:
+            assert f"sm_{arch}" in listing
+
+
+def test_unknown_fatbin_lists_the_available_ones() -> None:
+    with pytest.raises(FileNotFoundError, match=r"available: \['elementwise'\]"):
+        pk.fatbin_path("nope")

@@ -1,0 +1,66 @@
+"""The dtypes PyGPUkit arrays can hold, and normalization of user-given dtypes."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import ml_dtypes
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+uint8 = np.dtype(np.uint8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+float16 = np.dtype(np.float16)
+#: bfloat16 on the host is ml_dtypes' type, so ``to_numpy()`` gives real bfloat16 values.
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+
+SUPPORTED_DTYPES: tuple[np.dtype[Any], ...] = (
+    bool_, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64,
+)
+
+_ALIASES: dict[str, np.dtype[Any]] = {
+    "bool": bool_,
+    "bf16": bfloat16,
+    "fp16": float16,
+    "half": float16,
+    "fp32": float32,
+    "float": float32,
+    "fp64": float64,
+    "double": float64,
+}
+
+DTypeLike: TypeAlias = "np.dtype[Any] | type | str"
+
+
+def normalize_dtype(dtype: object, *, argument: str = "dtype") -> np.dtype[Any]:
+    """Return the NumPy dtype for ``dtype`` if PyGPUkit supports it.
+
+    Parameters
+    ----------
+    dtype
+        A NumPy dtype or scalar type, an ml_dtypes type, or a name such as ``"float32"`` or
+        ``"bfloat16"``.
+    argument
+        Name of the argument being checked, used in the error message.
+
+    Raises
+    ------
+    TypeError
+        If the dtype is not understood or not supported; the message lists the supported ones.
+    """
+    if isinstance(dtype, str) and dtype.lower() in _ALIASES:
+        resolved = _ALIASES[dtype.lower()]
+    else:
+        try:
+            resolved = np.dtype(dtype)  # type: ignore[call-overload]
+        except TypeError:
+            resolved = None
+    if resolved is None or resolved not in SUPPORTED_DTYPES:
+        names = ", ".join(d.name for d in SUPPORTED_DTYPES)
+        raise TypeError(f"{argument}: expected one of {names}; got {dtype!r}")
+    return resolved
