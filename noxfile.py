@@ -26,8 +26,9 @@ RAW = ROOT / "build" / "raw-wheels"
 GPU_STAGE = ROOT / ".gpu"
 SCHED_MANIFEST = ROOT / "packages" / "pygpukit-sched" / "Cargo.toml"
 PACKAGES = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-nvrtc", "pygpukit-sched", "pygpukit")
-# Wheels with native code that auditwheel checks and retags as manylinux.
-REPAIRED = ("pygpukit-driver", "pygpukit-kernels")
+# Wheels with native code that auditwheel checks and retags as manylinux (a PEP 517 build
+# tags them plain `linux`).
+REPAIRED = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-sched")
 TEST_DIRS = [f"packages/{p}/tests" for p in PACKAGES]
 
 
@@ -64,7 +65,9 @@ def install_wheels(session: nox.Session, wheels: dict[str, Path], extras: str = 
     """Install the built wheels (never editable installs) into the session's venv."""
     pygpukit = f"{wheels['pygpukit']}[{extras}]" if extras else str(wheels["pygpukit"])
     others = [str(w) for p, w in wheels.items() if p != "pygpukit"]
-    session.install("--force-reinstall", "--no-deps", *others)
+    # Same version number as a previous build in a reused venv: force our wheels in, then
+    # let pip resolve the third-party dependencies.
+    session.install("--force-reinstall", "--no-deps", str(wheels["pygpukit"]), *others)
     session.install(pygpukit, *others)
 
 
@@ -90,7 +93,7 @@ def tests(session: nox.Session) -> None:
         session.run("python", "-m", "mypy.stubtest", "pygpukit_driver._driver",
                     "pygpukit_sched._core")
     session.run("cargo", "test", "--manifest-path", str(SCHED_MANIFEST), "--workspace",
-                "--exclude", "pygpukit-sched-py", external=True)
+                "--locked", external=True)
 
 
 @nox.session

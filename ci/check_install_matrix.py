@@ -10,6 +10,7 @@ Usage: python ci/check_install_matrix.py DIST
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,9 @@ def resolve(dist: Path, requirement: str) -> set[str]:
     """Names pip would install for ``requirement`` into an empty environment."""
     report = run(sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
                  "--ignore-installed", "--find-links", str(dist), "--report", "-", requirement)
-    return {item["metadata"]["name"].lower() for item in json.loads(report)["install"]}
+    # Canonical names (PEP 503): ml_dtypes and ml-dtypes are one project.
+    return {re.sub(r"[-_.]+", "-", item["metadata"]["name"]).lower()
+            for item in json.loads(report)["install"]}
 
 
 def main(dist: Path) -> None:

@@ -121,7 +121,7 @@ def shape_tuple(shape: int | Sequence[int], *, argument: str = "shape") -> tuple
 
     try:
         dims = (operator.index(shape),) if not hasattr(shape, "__iter__") else tuple(
-            operator.index(d) for d in shape  # type: ignore[union-attr]
+            operator.index(d) for d in shape
         )
     except TypeError:
         raise TypeError(

@@ -41,7 +41,8 @@ class CpuBackend:
 
     def to_numpy(self, array: GPUArray) -> np.ndarray[Any, Any]:
         """Return a copy of the data."""
-        return self._data(array).copy()
+        copy: np.ndarray[Any, Any] = self._data(array).copy()
+        return copy
 
     def add(self, a: GPUArray, b: GPUArray, out: GPUArray) -> None:
         """``out = a + b`` with NumPy."""

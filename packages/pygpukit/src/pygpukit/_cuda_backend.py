@@ -54,9 +54,9 @@ class _Kernels:
             raise KernelLaunchError(kernel, status, name, description)
 
 
-def _as_bytes(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def _as_bytes(array: np.ndarray[Any, Any]) -> memoryview:
     """View a C-contiguous array as flat bytes (bfloat16 has no buffer-protocol format)."""
-    return array.reshape(-1).view(np.uint8)
+    return array.reshape(-1).view(np.uint8).data
 
 
 class CudaBackend:

@@ -47,7 +47,9 @@ def from_numpy(array: np.ndarray[Any, Any]) -> GPUArray:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"array: expected a numpy.ndarray; got {type(array).__name__}")
     normalize_dtype(array.dtype, argument="array.dtype")
-    return get_backend().from_numpy(np.ascontiguousarray(array))
+    # Not np.ascontiguousarray: it turns 0-d arrays into 1-d ones.
+    contiguous = array if array.flags.c_contiguous else array.copy(order="C")
+    return get_backend().from_numpy(contiguous)
 
 
 def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
