@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,6 +72,20 @@ def install_wheels(session: nox.Session, wheels: dict[str, Path], extras: str = 
     session.install(pygpukit, *others)
 
 
+def _find_python(version: str) -> str | None:
+    """Return a working ``python<version>``: on PATH, else a pyenv install (pyenv's shim only
+    works for the versions pyenv has activated)."""
+    candidates = [shutil.which(f"python{version}")]
+    candidates += sorted(map(str, Path.home().glob(f".pyenv/versions/{version}*/bin/python3")))
+    for candidate in filter(None, candidates):
+        code = "import sys; print('%d.%d' % sys.version_info[:2])"
+        probe = subprocess.run([candidate, "-c", code], capture_output=True, text=True,
+                               check=False)
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return candidate
+    return None
+
+
 @nox.session
 def build(session: nox.Session) -> None:
     """Build the five wheels into dist/."""
@@ -127,7 +142,7 @@ def gpu_prepare(session: nox.Session) -> None:
     build_wheels(session, dist=wheels_dir)
     # The GPU machine runs CPython 3.12: the driver binding is also built for it.
     if sys.version_info[:2] != (3, 12):
-        py312 = shutil.which("python3.12")
+        py312 = _find_python("3.12")
         if py312 is None:
             session.error("python3.12 is needed to build the cp312 driver wheel")
         session.run(py312, "-m", "pip", "wheel", "--no-deps", "-w", str(RAW / "cp312"),
