@@ -63,13 +63,19 @@ def build_wheels(session: nox.Session, dist: Path = DIST) -> dict[str, Path]:
 
 
 def install_wheels(session: nox.Session, wheels: dict[str, Path], extras: str = "all") -> None:
-    """Install the built wheels (never editable installs) into the session's venv."""
-    pygpukit = f"{wheels['pygpukit']}[{extras}]" if extras else str(wheels["pygpukit"])
-    others = [str(w) for p, w in wheels.items() if p != "pygpukit"]
+    """Install the built wheels (never editable installs) into the session's venv.
+
+    ``extras`` is what users would put in ``pygpukit[...]``: "" installs what
+    ``pip install pygpukit`` brings (driver and kernels only).
+    """
+    wanted = {"all": ("pygpukit-nvrtc", "pygpukit-sched"), "jit": ("pygpukit-nvrtc",),
+              "sched": ("pygpukit-sched",), "": ()}[extras]
+    ours = [str(wheels[p]) for p in ("pygpukit", "pygpukit-driver", "pygpukit-kernels", *wanted)]
     # Same version number as a previous build in a reused venv: force our wheels in, then
     # let pip resolve the third-party dependencies.
-    session.install("--force-reinstall", "--no-deps", str(wheels["pygpukit"]), *others)
-    session.install(pygpukit, *others)
+    session.install("--force-reinstall", "--no-deps", *ours)
+    pygpukit = f"{ours[0]}[{extras}]" if extras else ours[0]
+    session.install(pygpukit, *ours[1:])
 
 
 def _find_python(version: str) -> str | None:
@@ -129,6 +135,8 @@ def lint(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """Build, install `pip install pygpukit` (driver only), show `info`, run the demo."""
     wheels = build_wheels(session)
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q", "pygpukit-nvrtc",
+                "pygpukit-sched")  # a reused venv may hold them from an older run
     install_wheels(session, wheels, extras="")
     session.run("python", "-m", "pygpukit", "info")
     session.run("python", "-m", "pygpukit", "demo")
