@@ -150,6 +150,6 @@ def test_array_metadata(backend: str) -> None:
     arr = gp.zeros((3, 4), gp.float16)
     assert (arr.ndim, arr.size, arr.itemsize, arr.nbytes, len(arr)) == (2, 12, 2, 24, 3)
     assert arr.backend == backend
-    assert repr(arr) == f"GPUArray(shape=(3, 4), dtype=float16, backend='{backend}')"
+    assert repr(arr) == f"GPUArray(shape=(3, 4), dtype=float16, device={backend}:0)"
     with pytest.raises(TypeError, match="len"):
         len(gp.zeros(()))

@@ -56,7 +56,7 @@ def test_arrays_from_two_backends_do_not_mix(monkeypatch: pytest.MonkeyPatch) ->
     first = gp.ones((3,))
     _backend._reset_for_tests()
     second = gp.ones((3,))  # a new backend object, as after a backend switch
-    with pytest.raises(ValueError, match="different backends"):
+    with pytest.raises(ValueError, match="different devices"):
         gp.add(first, second)
 
 

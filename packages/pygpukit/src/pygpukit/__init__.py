@@ -23,7 +23,27 @@ from pygpukit._versions import check_siblings
 
 check_siblings(__version__)
 
+from pygpukit._allocator import OutOfMemoryError  # noqa: E402
 from pygpukit._array import GPUArray  # noqa: E402
+from pygpukit._creation import (  # noqa: E402
+    arange,
+    asarray,
+    ascontiguousarray,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    to_numpy,
+    zeros,
+    zeros_like,
+)
+from pygpukit._device import Device, device_count, synchronize  # noqa: E402
+from pygpukit._dlpack import from_dlpack  # noqa: E402
 from pygpukit._dtypes import (  # noqa: E402
     SUPPORTED_DTYPES,
     bfloat16,
@@ -38,21 +58,22 @@ from pygpukit._dtypes import (  # noqa: E402
     uint8,
 )
 from pygpukit._errors import BackendUnavailableError, KernelLaunchError  # noqa: E402
-from pygpukit._ops import (  # noqa: E402
-    add,
-    empty,
-    from_numpy,
-    ones,
-    synchronize,
-    to_numpy,
-    zeros,
+from pygpukit._memory import (  # noqa: E402
+    empty_cache,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_peak_memory_stats,
+    set_memory_limit,
 )
+from pygpukit._ops import add  # noqa: E402
 from pygpukit._runtime import (  # noqa: E402
     backend,
     get_nvrtc_path,
     is_cuda_available,
     is_nvrtc_available,
 )
+from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
 if TYPE_CHECKING:
     from pygpukit_driver import CudaError, CudaOutOfMemoryError
@@ -74,18 +95,33 @@ __all__ = [
     "BackendUnavailableError",
     "CudaError",
     "CudaOutOfMemoryError",
+    "Device",
+    "Event",
     "GPUArray",
     "KernelLaunchError",
+    "OutOfMemoryError",
+    "Stream",
     "__version__",
     "add",
+    "arange",
+    "asarray",
+    "ascontiguousarray",
     "backend",
     "bfloat16",
     "bool_",
+    "current_stream",
+    "device_count",
     "empty",
+    "empty_cache",
+    "empty_like",
+    "eye",
     "float16",
     "float32",
     "float64",
+    "from_dlpack",
     "from_numpy",
+    "full",
+    "full_like",
     "get_nvrtc_path",
     "int8",
     "int16",
@@ -93,9 +129,18 @@ __all__ = [
     "int64",
     "is_cuda_available",
     "is_nvrtc_available",
+    "linspace",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
     "ones",
+    "ones_like",
+    "reset_peak_memory_stats",
+    "set_memory_limit",
+    "stream_priority_range",
     "synchronize",
     "to_numpy",
     "uint8",
     "zeros",
+    "zeros_like",
 ]

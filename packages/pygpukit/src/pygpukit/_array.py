@@ -1,45 +1,58 @@
-"""GPUArray: an n-dimensional array living on the backend's device."""
+"""GPUArray: an n-dimensional strided view of device memory (or of host memory, simulated)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pygpukit import _layout
+from pygpukit._dtypes import normalize_dtype
+
 if TYPE_CHECKING:
-    from pygpukit._backend import Backend
+    from pygpukit._allocator import Block
+    from pygpukit._device import Device
+    from pygpukit._stream import Stream
 
 
 class GPUArray:
-    """An n-dimensional, C-contiguous array on the GPU (or on the CPU simulation backend).
+    """An n-dimensional array on a GPU (or on the CPU simulation backend).
 
-    Arrays are made by :func:`pygpukit.empty`, :func:`pygpukit.zeros`, :func:`pygpukit.ones`
-    and :func:`pygpukit.from_numpy`, not by calling this class.  Operations enqueue work on the
-    array's stream and return at once; only reading the data on the host (:meth:`to_numpy`)
-    waits, and only for that stream.
+    Arrays are made by the creation functions (:func:`~pygpukit.zeros`,
+    :func:`~pygpukit.from_numpy`, :func:`~pygpukit.asarray`, ...), not by calling this class.
+    Views (slicing, ``.T``, :meth:`reshape`, ...) share memory with their base.  Operations
+    enqueue work on the current stream and return at once; only reading data on the host
+    (:meth:`to_numpy`, :meth:`item`, :meth:`tolist`, ``print``) waits, and only for the stream
+    that last wrote this array.
 
     Attributes
     ----------
     shape
         Extent of each dimension.
+    strides
+        Bytes to step in each dimension (NumPy's convention; may be 0 or negative for views).
     dtype
         Element type (a NumPy dtype; bfloat16 is ``ml_dtypes.bfloat16``).
     """
 
-    __slots__ = ("__weakref__", "_backend", "_storage", "dtype", "shape")
+    __slots__ = ("__weakref__", "_block", "_offset", "_rt", "dtype", "shape", "strides")
 
     # NumPy must not turn a GPUArray into an object array behind the user's back.
     __array_ufunc__ = None
+    __array_priority__ = 100
 
-    def __init__(
-        self, backend: Backend, storage: object, shape: tuple[int, ...], dtype: np.dtype[Any]
-    ) -> None:
-        self._backend = backend
-        self._storage = storage
+    def __init__(self, runtime: Any, block: Block, offset: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        self._rt = runtime
+        self._block = block
+        self._offset = offset
         self.shape = shape
+        self.strides = strides
         self.dtype = dtype
 
+    # -- metadata ------------------------------------------------------------------------------
     @property
     def ndim(self) -> int:
         """Number of dimensions."""
@@ -57,18 +70,187 @@ class GPUArray:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of element data."""
+        """Bytes of element data (``size * itemsize``)."""
         return self.size * self.dtype.itemsize
 
     @property
+    def device(self) -> Device:
+        """The :class:`~pygpukit.Device` holding the data."""
+        from pygpukit._device import Device
+
+        return Device(self._rt.index)
+
+    @property
     def backend(self) -> str:
-        """Name of the backend holding the data: ``"cuda"`` or ``"cpu"``."""
-        return self._backend.name
+        """``"cuda"`` or ``"cpu"`` (the simulation)."""
+        from pygpukit._backend import get_backend
+
+        return get_backend().name
+
+    @property
+    def data_ptr(self) -> int:
+        """Address of element ``[0, ..., 0]`` (a device pointer on the CUDA backend)."""
+        return self._block.address + self._offset
+
+    def is_contiguous(self) -> bool:
+        """Whether the elements are laid out in C order without gaps."""
+        return _layout.is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
+
+    # -- views ---------------------------------------------------------------------------------
+    def _view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> GPUArray:
+        return GPUArray(self._rt, self._block, self._offset + offset, shape, strides, self.dtype)
+
+    def __getitem__(self, key: Any) -> GPUArray:
+        shape, strides, offset = _layout.index_view(self.shape, self.strides, key)
+        return self._view(shape, strides, offset)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from pygpukit._transfer import assign
+
+        assign(self[key], value)
+
+    def reshape(self, *shape: Any) -> GPUArray:
+        """Return the array with a new shape: a view when NumPy would give one, else a copy.
+
+        One dimension may be -1.  Accepts ``reshape(2, 3)`` and ``reshape((2, 3))``.
+        """
+        requested = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        new_shape = _layout.resolve_reshape(self.size, tuple(int(d) for d in requested))
+        strides = _layout.reshape_strides(self.shape, self.strides, new_shape, self.itemsize)
+        if strides is not None:
+            return self._view(new_shape, strides)
+        return self.copy().reshape(new_shape)
+
+    def ravel(self) -> GPUArray:
+        """Return a 1-D array (a view when possible)."""
+        return self.reshape(-1)
+
+    def flatten(self) -> GPUArray:
+        """Return a 1-D copy."""
+        return self.copy().reshape(-1)
+
+    def transpose(self, *axes: Any) -> GPUArray:
+        """Permute the dimensions (reversed when ``axes`` is omitted); a view."""
+        if not axes or axes == (None,):
+            order = tuple(range(self.ndim))[::-1]
+        else:
+            raw = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+            order = tuple(_layout.normalize_axis(a, self.ndim) for a in raw)
+            if sorted(order) != list(range(self.ndim)):
+                raise ValueError(f"axes {tuple(raw)} don't match an array of {self.ndim} dims")
+        return self._view(tuple(self.shape[a] for a in order),
+                          tuple(self.strides[a] for a in order))
+
+    @property
+    def T(self) -> GPUArray:  # noqa: N802 (NumPy's name)
+        """The transposed view (dimensions reversed)."""
+        return self.transpose()
+
+    def swapaxes(self, axis1: int, axis2: int) -> GPUArray:
+        """Swap two dimensions; a view."""
+        a = _layout.normalize_axis(axis1, self.ndim, argument="axis1")
+        b = _layout.normalize_axis(axis2, self.ndim, argument="axis2")
+        order = list(range(self.ndim))
+        order[a], order[b] = order[b], order[a]
+        return self.transpose(order)
+
+    def squeeze(self, axis: int | tuple[int, ...] | None = None) -> GPUArray:
+        """Drop dimensions of size 1 (all of them, or those in ``axis``); a view."""
+        if axis is None:
+            drop = {i for i, d in enumerate(self.shape) if d == 1}
+        else:
+            drop = {_layout.normalize_axis(a, self.ndim)
+                    for a in (axis if isinstance(axis, tuple) else (axis,))}
+            for a in drop:
+                if self.shape[a] != 1:
+                    raise ValueError(
+                        f"cannot select an axis to squeeze out which has size not equal to "
+                        f"one (axis {a} has size {self.shape[a]})"
+                    )
+        keep = [i for i in range(self.ndim) if i not in drop]
+        return self._view(tuple(self.shape[i] for i in keep), tuple(self.strides[i] for i in keep))
+
+    def expand_dims(self, axis: int | tuple[int, ...]) -> GPUArray:
+        """Insert dimensions of size 1 at ``axis`` (positions in the result); a view."""
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        ndim = self.ndim + len(axes)
+        where = {_layout.normalize_axis(a, ndim) for a in axes}
+        if len(where) != len(axes):
+            raise ValueError("repeated axis in expand_dims")
+        shape, strides = iter(self.shape), iter(self.strides)
+        new_shape = tuple(1 if i in where else next(shape) for i in range(ndim))
+        new_strides = tuple(0 if i in where else next(strides) for i in range(ndim))
+        return self._view(_layout.as_shape(new_shape), new_strides)
+
+    # -- data ----------------------------------------------------------------------------------
+    def astype(self, dtype: Any, *, copy: bool = True) -> GPUArray:
+        """Convert to ``dtype`` on the device (NumPy's casting rules, as ``numpy.astype``).
+
+        With ``copy=False`` the array itself is returned when it already has that dtype.
+        """
+        target = normalize_dtype(dtype)
+        if target == self.dtype and not copy:
+            return self
+        from pygpukit._transfer import copy_into, empty_on
+
+        out = empty_on(self._rt, self.shape, target)
+        copy_into(self, out)
+        return out
+
+    def copy(self) -> GPUArray:
+        """Return a C-contiguous copy on the same device."""
+        return self.astype(self.dtype, copy=True)
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
-        """Copy the data into a new NumPy array, waiting for this array's pending work only."""
-        return self._backend.to_numpy(self)
+        """Copy to a new NumPy array, waiting for the work that writes this array only."""
+        from pygpukit._transfer import to_numpy
 
+        return to_numpy(self)
+
+    def item(self) -> Any:
+        """The single element as a Python scalar (waits for the data)."""
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self.to_numpy().item()
+
+    def tolist(self) -> Any:
+        """The data as nested Python lists (waits for the data)."""
+        return self.to_numpy().tolist()
+
+    def to(self, device: Any) -> GPUArray:
+        """Return a copy on ``device`` (this array itself if it is there already)."""
+        from pygpukit._transfer import to_device
+
+        return to_device(self, device)
+
+    def record_stream(self, stream: Stream) -> None:
+        """Declare that work on ``stream`` uses this array.
+
+        Its memory is then not reused for another allocation until that work has finished
+        (as ``torch.Tensor.record_stream``).
+        """
+        self._block.record_stream(stream)
+
+    # -- interop -------------------------------------------------------------------------------
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        from pygpukit._dlpack import export_capsule
+
+        return export_capsule(self, stream=stream, max_version=max_version,
+                              dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from pygpukit._dlpack import device_tuple
+
+        return device_tuple(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        from pygpukit._dlpack import cuda_array_interface
+
+        return cuda_array_interface(self)
+
+    # -- operators -----------------------------------------------------------------------------
     def __add__(self, other: object) -> GPUArray:
         if not isinstance(other, GPUArray):
             return NotImplemented
@@ -83,10 +265,37 @@ class GPUArray:
 
         return add(other, self)
 
+    def __iadd__(self, other: object) -> GPUArray:
+        if not isinstance(other, GPUArray):
+            return NotImplemented
+        from pygpukit._ops import add
+
+        return add(self, other, out=self)
+
+    # -- Python protocols ----------------------------------------------------------------------
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d GPUArray")
         return self.shape[0]
+
+    def __iter__(self) -> Iterator[GPUArray]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d GPUArray")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
 
     def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray[Any, Any]:
         # CuPy's convention: no implicit device-to-host copies.
@@ -96,4 +305,8 @@ class GPUArray:
         )
 
     def __repr__(self) -> str:
-        return f"GPUArray(shape={self.shape}, dtype={self.dtype.name}, backend={self.backend!r})"
+        return (f"GPUArray(shape={self.shape}, dtype={self.dtype.name}, "
+                f"device={self._rt.describe().split(' ')[0]})")
+
+    def __str__(self) -> str:
+        return str(self.to_numpy())

@@ -13,19 +13,14 @@ from typing import TYPE_CHECKING, Protocol
 from pygpukit._errors import BackendUnavailableError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import Any
-
-    import numpy as np
-
-    from pygpukit._array import GPUArray
 
 ENV_BACKEND = "PYGPUKIT_BACKEND"
 _CHOICES = ("auto", "cuda", "cpu")
 
 
 class Backend(Protocol):
-    """What an array backend provides; :class:`GPUArray` delegates its work to one."""
+    """A backend: its devices, each with a runtime (allocator, streams, kernels)."""
 
     name: str
 
@@ -33,28 +28,16 @@ class Backend(Protocol):
         """Say in one line what runs the arrays (device name, or why the CPU)."""
         ...
 
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> GPUArray:
-        """Allocate an uninitialized array."""
+    def device_count(self) -> int:
+        """Number of devices."""
         ...
 
-    def full(self, shape: tuple[int, ...], dtype: np.dtype[Any], value: object) -> GPUArray:
-        """Allocate an array filled with ``value``."""
+    def runtime(self, index: int) -> Any:
+        """The runtime of device ``index`` (created on first use); ValueError if no such device."""
         ...
 
-    def from_numpy(self, array: np.ndarray[Any, Any]) -> GPUArray:
-        """Copy a (C-contiguous, supported-dtype) NumPy array into a new array."""
-        ...
-
-    def to_numpy(self, array: GPUArray) -> np.ndarray[Any, Any]:
-        """Copy an array to a new NumPy array, waiting only for that array's stream."""
-        ...
-
-    def add(self, a: GPUArray, b: GPUArray, out: GPUArray) -> None:
-        """Enqueue ``out = a + b`` (validated shapes and dtypes)."""
-        ...
-
-    def synchronize(self) -> None:
-        """Wait for all work this backend enqueued."""
+    def has_runtime(self, index: int) -> bool:
+        """Whether device ``index``'s runtime was created already."""
         ...
 
 
@@ -92,7 +75,7 @@ def _select() -> Backend:
     if reason is None:
         from pygpukit._cuda_backend import CudaBackend
 
-        return CudaBackend(device=0)
+        return CudaBackend()
     if requested == "cuda":
         raise BackendUnavailableError(f"{ENV_BACKEND}=cuda but {reason}")
     return CpuBackend(reason=reason)
@@ -113,20 +96,3 @@ def _reset_for_tests() -> None:
     global _backend
     with _lock:
         _backend = None
-
-
-def shape_tuple(shape: int | Sequence[int], *, argument: str = "shape") -> tuple[int, ...]:
-    """Normalize a shape argument to a tuple of non-negative ints, or raise a clear error."""
-    import operator
-
-    try:
-        dims = (operator.index(shape),) if not hasattr(shape, "__iter__") else tuple(
-            operator.index(d) for d in shape
-        )
-    except TypeError:
-        raise TypeError(
-            f"{argument}: expected an int or a sequence of ints; got {shape!r}"
-        ) from None
-    if any(d < 0 for d in dims):
-        raise ValueError(f"{argument}: dimensions must be >= 0; got {dims}")
-    return dims

@@ -1,41 +1,33 @@
-"""The CUDA backend: device memory, a stream, and the precompiled kernels of pygpukit-kernels.
+"""The CUDA backend: per-device runtimes over pygpukit-driver and pygpukit-kernels.
 
-All work goes to one non-blocking stream per device in the device's primary context (the
-context torch, cupy and the kernels library's static cudart share).  Allocation and free are
-stream-ordered (``cuMemAllocAsync``/``cuMemFreeAsync`` on that stream), so dropping an array
-while a kernel still reads it is safe and costs no synchronization.
+Each device gets its primary context (shared with torch, cupy and the kernels library's static
+cudart), a caching allocator over ``cuMemAlloc``, and a default non-blocking stream.  Kernels are
+launched through the C ABI of libpygpukit_kernels on the current stream; nothing synchronizes
+except reading data back on the host.
 """
 
 from __future__ import annotations
 
 import ctypes
-import weakref
-from typing import Any
+import functools
+import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import pygpukit_driver as drv
 import pygpukit_kernels
-from pygpukit._array import GPUArray
+from pygpukit._allocator import CachingAllocator
+from pygpukit._dtypes import kernel_code
 from pygpukit._errors import KernelLaunchError
+from pygpukit._stream import Stream
 
-
-class _DeviceBuffer:
-    """Owns one stream-ordered device allocation; freed on its stream when collected."""
-
-    __slots__ = ("__weakref__", "nbytes", "ptr")
-
-    def __init__(self, nbytes: int, backend: CudaBackend) -> None:
-        self.nbytes = nbytes
-        # Zero-size arrays own no memory; the kernels never dereference their pointer.
-        self.ptr = drv.mem_alloc_async(nbytes, backend.stream.handle) if nbytes else 0
-        if self.ptr:
-            # The finalizer holds the backend, so its context and stream outlive the memory.
-            weakref.finalize(self, backend._free, self.ptr)
+if TYPE_CHECKING:
+    from pygpukit._array import GPUArray
 
 
 class _Kernels:
-    """The C ABI of libpygpukit_kernels with ctypes signatures set."""
+    """The C ABI of libpygpukit_kernels (ctypes signatures are set by pygpukit_kernels.load)."""
 
     def __init__(self) -> None:
         lib = pygpukit_kernels.load()
@@ -45,6 +37,10 @@ class _Kernels:
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
         ]
         self.add_f32 = lib.pgk_add_f32
+        self.copy = lib.pgk_copy
+        self.fill = lib.pgk_fill
+        self.arange = lib.pgk_arange
+        self.linspace = lib.pgk_linspace
 
     def check(self, kernel: str, status: int) -> None:
         """Raise :class:`KernelLaunchError` for a non-zero status from a launcher."""
@@ -54,102 +50,202 @@ class _Kernels:
             raise KernelLaunchError(kernel, status, name, description)
 
 
-def _as_bytes(array: np.ndarray[Any, Any]) -> memoryview:
-    """View a C-contiguous array as flat bytes (bfloat16 has no buffer-protocol format)."""
-    return array.reshape(-1).view(np.uint8).data
+@functools.cache
+def _kernels() -> _Kernels:
+    return _Kernels()
 
 
-class CudaBackend:
-    """Arrays in device memory of one GPU, operations on its stream."""
+def _i64(values: tuple[int, ...]) -> Any:
+    return (ctypes.c_int64 * max(len(values), 1))(*values)
 
-    name = "cuda"
 
-    def __init__(self, device: int = 0) -> None:
-        self.device = drv.Device(device)
-        self._context = self.device.primary_context()
+def _ptr(array: GPUArray) -> int:
+    return array._block.address + array._offset
+
+
+class _RawDeviceMemory:
+    """cuMemAlloc / cuMemFree in the device's primary context."""
+
+    def __init__(self, runtime: CudaRuntime) -> None:
+        self._runtime = runtime
+
+    def alloc(self, nbytes: int) -> tuple[int, Any]:
+        self._runtime.activate()
+        return drv.mem_alloc(nbytes), None  # CudaOutOfMemoryError is a MemoryError
+
+    def free(self, address: int, payload: Any) -> None:
+        self._runtime.activate()
+        drv.mem_free(address)
+
+    def record_event(self, stream: Any) -> Any:
+        self._runtime.activate()
+        event = drv.Event(timing=False)
+        event.record(stream.handle)
+        return event
+
+
+class CudaRuntime:
+    """One GPU: context, allocator, default stream, kernels."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self._device = drv.Device(index)
+        self._context = self._device.primary_context()
         self._context.set_current()
-        self.stream = drv.Stream(non_blocking=True)
-        self._kernels = _Kernels()
+        self.name = self._device.name
+        self.compute_capability = self._device.compute_capability
+        self.total_memory = self._device.total_memory
+        self.kernels = _kernels()
+        self.allocator = CachingAllocator(_RawDeviceMemory(self), self.describe)
+        self.default_stream = Stream._wrap(self, drv.Stream(non_blocking=True), 0)
 
     def describe(self) -> str:
-        """Name the device in use."""
-        major, minor = self.device.compute_capability
-        return f"cuda (device {self.device.ordinal}: {self.device.name}, sm_{major}{minor})"
+        """Name the device."""
+        major, minor = self.compute_capability
+        return f"cuda:{self.index} ({self.name}, sm_{major}{minor})"
 
-    def _activate(self) -> None:
-        # The primary context must be current on whichever thread issues work.
+    def activate(self) -> None:
+        """Make this device's primary context current on the calling thread."""
         if drv.current_context_handle() != self._context.handle:
             self._context.set_current()
 
-    def _free(self, ptr: int) -> None:
-        # Ordered after every kernel already enqueued on the stream: no synchronization.
-        self._activate()
-        drv.mem_free_async(ptr, self.stream.handle)
+    # -- streams and events --------------------------------------------------------------------
+    def new_stream(self, priority: int, non_blocking: bool) -> Any:
+        self.activate()
+        return drv.Stream(non_blocking=non_blocking, priority=priority)
 
-    def _buffer(self, array: GPUArray) -> _DeviceBuffer:
-        storage = array._storage
-        assert isinstance(storage, _DeviceBuffer)
-        return storage
+    def new_event(self, timing: bool) -> Any:
+        self.activate()
+        return drv.Event(timing=timing)
 
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> GPUArray:
-        """Allocate device memory for the array on the stream."""
-        self._activate()
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        return GPUArray(self, _DeviceBuffer(nbytes, self), shape, dtype)
+    def stream_wait_event(self, stream: Any, event: Any) -> None:
+        self.activate()
+        drv.stream_wait_event(stream.handle, event)
 
-    def full(self, shape: tuple[int, ...], dtype: np.dtype[Any], value: object) -> GPUArray:
-        """Allocate and fill on the device: a memset where the bit pattern allows one."""
-        out = self.empty(shape, dtype)
-        ptr, nbytes = self._buffer(out).ptr, out.nbytes
-        if nbytes == 0:
-            return out
-        pattern = np.array(value, dtype=dtype).reshape(1).view(np.uint8)
-        if not pattern.any():
-            drv.memset_d8_async(ptr, 0, nbytes, self.stream.handle)
-        elif dtype.itemsize == 1:
-            drv.memset_d8_async(ptr, int(pattern[0]), nbytes, self.stream.handle)
-        elif dtype.itemsize == 4:
-            word = int(pattern.view(np.uint32)[0])
-            drv.memset_d32_async(ptr, word, out.size, self.stream.handle)
-        else:
-            # 2- and 8-byte patterns: upload (a fill kernel replaces this with the ops issue).
-            host = np.full(out.size, value, dtype=dtype)
-            drv.memcpy_htod_async(ptr, _as_bytes(host), self.stream.handle)
-        return out
-
-    def from_numpy(self, array: np.ndarray[Any, Any]) -> GPUArray:
-        """Enqueue a host-to-device copy of a C-contiguous array.
-
-        From pageable memory the driver stages the data before returning, so the caller may
-        reuse ``array`` at once.
-        """
-        out = self.empty(array.shape, array.dtype)
-        if out.nbytes:
-            drv.memcpy_htod_async(self._buffer(out).ptr, _as_bytes(array), self.stream.handle)
-        return out
-
-    def to_numpy(self, array: GPUArray) -> np.ndarray[Any, Any]:
-        """Copy to the host after the array's pending work, waiting on its stream only."""
-        self._activate()
-        host = np.empty(array.shape, array.dtype)
-        if array.nbytes:
-            buf = self._buffer(array)
-            drv.memcpy_dtoh_async(_as_bytes(host), buf.ptr, self.stream.handle)
-            self.stream.synchronize()
-        return host
-
-    def add(self, a: GPUArray, b: GPUArray, out: GPUArray) -> None:
-        """Launch the float32 add kernel on the stream."""
-        self._activate()
-        status = self._kernels.add_f32(
-            self._buffer(a).ptr or None,
-            self._buffer(b).ptr or None,
-            self._buffer(out).ptr or None,
-            a.size,
-            self.stream.handle or None,
-        )
-        self._kernels.check("pgk_add_f32", status)
+    def priority_range(self) -> tuple[int, int]:
+        self.activate()
+        least, greatest = drv.stream_priority_range()
+        return int(least), int(greatest)
 
     def synchronize(self) -> None:
-        """Wait for the backend's stream."""
-        self.stream.synchronize()
+        self.activate()
+        self._context.synchronize()
+
+    # -- data movement and kernels (arrays are validated by the caller) ------------------------
+    def upload(self, dst: GPUArray, host: memoryview, stream: Stream) -> None:
+        """Copy host → device into a C-contiguous array.
+
+        From pageable memory the driver stages the bytes before returning, so the host buffer
+        may be reused at once.
+        """
+        self.activate()
+        drv.memcpy_htod_async(_ptr(dst), host, stream.handle)
+
+    def download(self, src: GPUArray, host: memoryview, stream: Stream) -> None:
+        """Device → host from a C-contiguous array; waits for ``stream`` only."""
+        self.activate()
+        drv.memcpy_dtoh_async(host, _ptr(src), stream.handle)
+        stream.synchronize()
+
+    def copy(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
+        """``dst[...] = src`` for equal shapes: any strides (0 = broadcast) and any dtypes."""
+        self.activate()
+        if (src.dtype == dst.dtype and src.is_contiguous() and dst.is_contiguous()
+                and src._rt is self):
+            drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.handle)
+            return
+        status = self.kernels.copy(
+            _ptr(src), kernel_code(src.dtype), _i64(src.strides),
+            _ptr(dst), kernel_code(dst.dtype), _i64(dst.strides),
+            dst.ndim, _i64(dst.shape), stream.handle,
+        )
+        self.kernels.check("pgk_copy", status)
+
+    def fill(self, dst: GPUArray, value: Any, stream: Stream) -> None:
+        """Set every element of ``dst`` (any strides) to ``value``."""
+        self.activate()
+        dval, ival = _fill_operands(value, dst.dtype)
+        status = self.kernels.fill(_ptr(dst), kernel_code(dst.dtype), _i64(dst.strides),
+                                   dst.ndim, _i64(dst.shape), dval, ival, stream.handle)
+        self.kernels.check("pgk_fill", status)
+
+    def arange(self, dst: GPUArray, start: Any, step: Any, stream: Stream) -> None:
+        """``dst[i] = start + i * step`` for a contiguous 1-D ``dst``."""
+        self.activate()
+        status = self.kernels.arange(
+            _ptr(dst), kernel_code(dst.dtype), dst.size, float(start), float(step),
+            _as_int(start), _as_int(step), stream.handle,
+        )
+        self.kernels.check("pgk_arange", status)
+
+    def linspace(self, dst: GPUArray, start: float, stop: float, endpoint: bool,
+                 stream: Stream) -> None:
+        """NumPy's ``linspace`` into a contiguous 1-D ``dst``."""
+        self.activate()
+        status = self.kernels.linspace(_ptr(dst), kernel_code(dst.dtype), dst.size,
+                                       float(start), float(stop), int(endpoint), stream.handle)
+        self.kernels.check("pgk_linspace", status)
+
+    def add_f32(self, a: GPUArray, b: GPUArray, out: GPUArray, stream: Stream) -> None:
+        """``out = a + b``, contiguous float32 arrays of one size."""
+        self.activate()
+        status = self.kernels.add_f32(_ptr(a) or None, _ptr(b) or None, _ptr(out) or None,
+                                      a.size, stream.handle or None)
+        self.kernels.check("pgk_add_f32", status)
+
+    def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
+        """Copy a contiguous array of another device into ``dst`` (same dtype and size).
+
+        Peer-to-peer where the devices allow, staged by the driver otherwise.
+        """
+        self.activate()
+        drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.handle)
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value)
+    except (OverflowError, ValueError):
+        return 0  # inf/nan only ever reach float dtypes, which use the double operand
+
+
+def _fill_operands(value: Any, dtype: np.dtype[Any]) -> tuple[float, int]:
+    """The (double, int64) pair pgk_fill takes, converted exactly as NumPy would."""
+    scalar = np.asarray(value).astype(dtype)
+    if dtype.kind in "biu":
+        return 0.0, int(scalar.astype(np.int64))
+    return float(scalar.astype(np.float64)), 0
+
+
+class CudaBackend:
+    """The GPUs seen by the driver."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        self._count = drv.device_count()
+        self._runtimes: dict[int, CudaRuntime] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        """Describe device 0."""
+        return f"cuda ({self.runtime(0).describe()}; {self._count} device(s))"
+
+    def device_count(self) -> int:
+        return self._count
+
+    def has_runtime(self, index: int) -> bool:
+        return index in self._runtimes
+
+    def runtime(self, index: int) -> CudaRuntime:
+        rt = self._runtimes.get(index)
+        if rt is None:
+            if not 0 <= index < self._count:
+                raise ValueError(
+                    f"device: cuda:{index} does not exist (device count is {self._count})"
+                )
+            with self._lock:
+                rt = self._runtimes.get(index)
+                if rt is None:
+                    rt = self._runtimes[index] = CudaRuntime(index)
+        return rt

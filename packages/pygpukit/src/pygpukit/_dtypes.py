@@ -64,3 +64,25 @@ def normalize_dtype(dtype: object, *, argument: str = "dtype") -> np.dtype[Any]:
         names = ", ".join(d.name for d in SUPPORTED_DTYPES)
         raise TypeError(f"{argument}: expected one of {names}; got {dtype!r}")
     return resolved
+
+
+#: The dtype codes of the kernels' C ABI (PGK_BOOL = 0 ... PGK_FLOAT64 = 9), fixed forever.
+_KERNEL_CODES: dict[np.dtype[Any], int] = {dt: code for code, dt in enumerate(SUPPORTED_DTYPES)}
+
+
+def kernel_code(dtype: np.dtype[Any]) -> int:
+    """The kernels' C ABI code of a supported dtype."""
+    return _KERNEL_CODES[dtype]
+
+
+def default_dtype_for(value: object) -> np.dtype[Any]:
+    """The dtype PyGPUkit gives a Python scalar: bool, int64, or the default float (float32)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, np.generic):
+        return normalize_dtype(value.dtype)
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, float):
+        return float32
+    raise TypeError(f"expected a bool, int or float scalar; got {type(value).__name__}")

@@ -1,0 +1,272 @@
+"""The caching allocator under every array, on either backend.
+
+Blocks are rounded up to size classes (512 B to 1 MiB in powers of two, then multiples of
+2 MiB) and cached per (stream, size class) when their arrays go: a block freed on stream S is
+reused only by an allocation on S, which the stream orders after every kernel that used the
+block.  A block that was also used on other streams is held back until an event recorded on
+each of them has completed.  Nothing here synchronizes, except :meth:`empty_cache` and the
+out-of-memory retry, which must wait for in-flight work before giving memory back.
+
+Frees arrive from ``__del__`` (any thread, possibly in the middle of an allocation on the same
+thread), so they only append to a queue; the queue is drained under the lock on the next call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+SMALL_LIMIT = 1 << 20
+LARGE_GRANULE = 2 << 20
+MIN_BLOCK = 512
+
+
+def size_class(nbytes: int) -> int:
+    """Round a request up to its size class."""
+    if nbytes <= MIN_BLOCK:
+        return MIN_BLOCK
+    if nbytes <= SMALL_LIMIT:
+        return 1 << (nbytes - 1).bit_length()
+    return -(-nbytes // LARGE_GRANULE) * LARGE_GRANULE
+
+
+class StreamLike(Protocol):
+    """What the allocator needs of a stream."""
+
+    @property
+    def handle(self) -> int:
+        """The CUstream (0 for the CPU backend's stream)."""
+        ...
+
+    def synchronize(self) -> None:
+        """Wait for the stream's work."""
+        ...
+
+
+class EventLike(Protocol):
+    """What the allocator needs of an event."""
+
+    def query(self) -> bool:
+        """Whether the recorded work has completed."""
+        ...
+
+    def synchronize(self) -> None:
+        """Wait for the recorded work."""
+        ...
+
+
+class RawAllocator(Protocol):
+    """The backend's memory source: the driver on the GPU, NumPy on the CPU simulation."""
+
+    def alloc(self, nbytes: int) -> tuple[int, Any]:
+        """Return (address, payload) of ``nbytes`` new bytes; raise MemoryError when out."""
+        ...
+
+    def free(self, address: int, payload: Any) -> None:
+        """Give a block back."""
+        ...
+
+    def record_event(self, stream: StreamLike) -> EventLike:
+        """Record an event on ``stream`` (for blocks used on several streams)."""
+        ...
+
+
+class OutOfMemoryError(MemoryError):
+    """A device allocation failed even after the cache was emptied; the message has the stats."""
+
+
+class Block:
+    """One allocation from the caching allocator, shared by an array and all its views.
+
+    When the last array viewing it goes, the block returns to its allocator's cache.
+    """
+
+    __slots__ = ("_allocator", "address", "payload", "size", "stream", "used_streams", "writer")
+
+    def __init__(self, allocator: CachingAllocator, address: int, payload: Any, size: int,
+                 stream: StreamLike) -> None:
+        self._allocator: CachingAllocator | None = allocator
+        self.address = address
+        self.payload = payload
+        self.size = size
+        self.stream = stream
+        self.used_streams: set[StreamLike] | None = None
+        # The stream of the last operation that wrote the block: reading it back waits on it.
+        self.writer: StreamLike = stream
+
+    def record_stream(self, stream: StreamLike) -> None:
+        """Note that work on ``stream`` (not the allocating one) uses this block."""
+        if stream is not self.stream:
+            if self.used_streams is None:
+                self.used_streams = set()
+            self.used_streams.add(stream)
+
+    def __del__(self) -> None:
+        allocator = self._allocator
+        if allocator is not None and self.size:
+            self._allocator = None
+            allocator._released.append(
+                (self.address, self.payload, self.size, self.stream, self.used_streams)
+            )
+
+
+@dataclass
+class _Pending:
+    address: int
+    payload: Any
+    size: int
+    stream: StreamLike
+    events: list[EventLike]
+
+
+class CachingAllocator:
+    """Size-class caching allocator with per-stream reuse and PyTorch-style statistics."""
+
+    def __init__(self, raw: RawAllocator, describe: Callable[[], str]) -> None:
+        self._raw = raw
+        self._describe = describe
+        self._lock = threading.Lock()
+        self._released: deque[tuple[int, Any, int, StreamLike, set[StreamLike] | None]] = deque()
+        self._cache: dict[tuple[StreamLike, int], list[tuple[int, Any]]] = {}
+        self._pending: list[_Pending] = []
+        self.limit: int | None = None
+        self._stats = dict.fromkeys(
+            ("allocated_bytes", "active_bytes", "reserved_bytes", "peak_allocated_bytes",
+             "peak_reserved_bytes", "num_allocs", "num_frees", "num_device_allocs",
+             "num_device_frees", "num_alloc_retries", "num_ooms", "num_cache_hits"),
+            0,
+        )
+
+    # -- bookkeeping (callers hold the lock) ---------------------------------------------------
+    def _drain_released(self) -> None:
+        stats = self._stats
+        while self._released:
+            address, payload, size, stream, used = self._released.popleft()
+            stats["allocated_bytes"] -= size
+            stats["num_frees"] += 1
+            if used:
+                events = [self._raw.record_event(s) for s in used]
+                self._pending.append(_Pending(address, payload, size, stream, events))
+            else:
+                stats["active_bytes"] -= size
+                self._cache.setdefault((stream, size), []).append((address, payload))
+
+    def _process_pending(self, wait: bool = False) -> None:
+        still = []
+        for p in self._pending:
+            if wait:
+                for event in p.events:
+                    event.synchronize()
+            if wait or all(event.query() for event in p.events):
+                self._stats["active_bytes"] -= p.size
+                self._cache.setdefault((p.stream, p.size), []).append((p.address, p.payload))
+            else:
+                still.append(p)
+        self._pending = still
+
+    def _release_cache(self) -> int:
+        """Give every cached block back to the raw allocator (waits for the streams first)."""
+        self._process_pending(wait=True)
+        released = 0
+        for stream in {stream for stream, _ in self._cache}:
+            stream.synchronize()  # cached blocks may still be read by enqueued kernels
+        for (_, size), blocks in self._cache.items():
+            for address, payload in blocks:
+                self._raw.free(address, payload)
+                self._stats["reserved_bytes"] -= size
+                self._stats["num_device_frees"] += 1
+                released += size
+        self._cache.clear()
+        return released
+
+    def _fresh(self, size: int) -> tuple[int, Any]:
+        stats = self._stats
+        if self.limit is not None and stats["reserved_bytes"] + size > self.limit:
+            stats["num_alloc_retries"] += 1
+            self._release_cache()
+            if stats["reserved_bytes"] + size > self.limit:
+                raise self._oom(size, f"the memory limit of {self.limit} bytes")
+        try:
+            block = self._raw.alloc(size)
+        except MemoryError:
+            stats["num_alloc_retries"] += 1
+            self._release_cache()
+            try:
+                block = self._raw.alloc(size)
+            except MemoryError as exc:
+                raise self._oom(size, "the device") from exc
+        stats["reserved_bytes"] += size
+        stats["num_device_allocs"] += 1
+        stats["peak_reserved_bytes"] = max(stats["peak_reserved_bytes"], stats["reserved_bytes"])
+        return block
+
+    def _oom(self, size: int, what: str) -> OutOfMemoryError:
+        self._stats["num_ooms"] += 1
+        s = self._stats
+        return OutOfMemoryError(
+            f"out of memory on {self._describe()}: tried to allocate {size} bytes beyond "
+            f"{what}; allocated {s['allocated_bytes']} bytes in live arrays, "
+            f"{s['reserved_bytes']} bytes reserved by PyGPUkit"
+            + (f", limit {self.limit} bytes" if self.limit is not None else "")
+        )
+
+    # -- public --------------------------------------------------------------------------------
+    def malloc(self, nbytes: int, stream: StreamLike) -> Block:
+        """Return a block of at least ``nbytes`` usable by work on ``stream``."""
+        size = size_class(nbytes)
+        with self._lock:
+            self._drain_released()
+            stats = self._stats
+            cached = self._cache.get((stream, size))
+            if not cached and self._pending:
+                self._process_pending()
+                cached = self._cache.get((stream, size))
+            if cached:
+                address, payload = cached.pop()
+                stats["num_cache_hits"] += 1
+            else:
+                address, payload = self._fresh(size)
+            stats["num_allocs"] += 1
+            stats["allocated_bytes"] += size
+            stats["active_bytes"] += size
+            stats["peak_allocated_bytes"] = max(stats["peak_allocated_bytes"],
+                                                stats["allocated_bytes"])
+        return Block(self, address, payload, size, stream)
+
+    def empty_cache(self) -> int:
+        """Return every cached (unused) block to the device; returns the bytes released."""
+        with self._lock:
+            self._drain_released()
+            return self._release_cache()
+
+    def stats(self) -> dict[str, int]:
+        """Counters in the spirit of ``torch.cuda.memory_stats()`` (see :func:`memory_stats`)."""
+        with self._lock:
+            self._drain_released()
+            self._process_pending()
+            out = dict(self._stats)
+        out["cached_bytes"] = out["reserved_bytes"] - out["active_bytes"]
+        out["limit_bytes"] = -1 if self.limit is None else self.limit
+        return out
+
+    def reset_peak_stats(self) -> None:
+        """Set the peaks to the current values."""
+        with self._lock:
+            self._drain_released()
+            self._stats["peak_allocated_bytes"] = self._stats["allocated_bytes"]
+            self._stats["peak_reserved_bytes"] = self._stats["reserved_bytes"]
+
+    def set_limit(self, nbytes: int | None) -> None:
+        """Cap the bytes this allocator may reserve (``None``: no cap)."""
+        with self._lock:
+            self.limit = nbytes
+            self._drain_released()
+            if nbytes is not None and self._stats["reserved_bytes"] > nbytes:
+                self._release_cache()
+
+    def streams_with_cache(self) -> Iterable[StreamLike]:
+        """Streams that have cached blocks (for diagnostics)."""
+        return {stream for stream, _ in self._cache}
