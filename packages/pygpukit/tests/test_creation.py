@@ -47,7 +47,7 @@ def test_full_infers_dtype_and_wraps_like_numpy(backend: str) -> None:
 def test_arange(backend: str, args: tuple[Any, ...], dtype: Any) -> None:
     got = gp.arange(*args, dtype=dtype)
     is_int = all(isinstance(a, int) for a in args)
-    start, stop, step = (0, args[0], 1) if len(args) == 1 else (
+    start, _stop, step = (0, args[0], 1) if len(args) == 1 else (
         (args[0], args[1], 1) if len(args) == 2 else args)
     n = len(np.arange(*args))
     ref = (np.arange(n, dtype=np.int64) * step + start) if is_int else (
@@ -74,7 +74,9 @@ def test_linspace(backend: str, num: int, endpoint: bool, dtype: Any) -> None:
     np.testing.assert_array_equal(got.to_numpy(), expected)
 
 
-@pytest.mark.parametrize(("n", "m", "k"), [(4, None, 0), (3, 5, 1), (5, 3, -2), (2, 2, 5), (0, 0, 0)])
+@pytest.mark.parametrize(
+    ("n", "m", "k"), [(4, None, 0), (3, 5, 1), (5, 3, -2), (2, 2, 5), (0, 0, 0)]
+)
 def test_eye(backend: str, n: int, m: Any, k: int) -> None:
     np.testing.assert_array_equal(gp.eye(n, m, k).to_numpy(), np.eye(n, m, k, dtype=np.float32))
 
