@@ -1,0 +1,236 @@
+"""Host cost of launching an empty 3-argument kernel from Python, and of an event record.
+
+pygpukit_driver (prepared Launcher, and the general launch_kernel), cuda.core's ``launch`` and
+CuPy's RawKernel, side by side in one run on one GPU. Method: N launches back to back in a
+Python loop onto one stream, then a synchronize; host wall time / N; median of several rounds
+after a warm-up. The kernel is ``empty3(float* a, float* b, int n) {}``: PTX shipped here for
+pygpukit_driver (JIT-compiled by the driver), the same CUDA C++ compiled by cuda.core's and
+CuPy's own NVRTC paths.
+
+    python benchmarks/bench_launch.py --out benchmarks/results/launch-h200.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pygpukit_driver as drv
+
+CUDA_SRC = 'extern "C" __global__ void empty3(float* a, float* b, int n) {}\n'
+PTX = """
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry empty3(.param .u64 empty3_a, .param .u64 empty3_b, .param .u32 empty3_n)
+{
+    ret;
+}
+"""
+
+
+def timed(
+    loop: Callable[[int], None], sync: Callable[[], None], n: int, rounds: int
+) -> dict[str, Any]:
+    loop(min(n, 2000))  # warm-up
+    sync()
+    per_call = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        loop(n)
+        sync()
+        per_call.append((time.perf_counter() - t0) / n * 1e6)
+    return {
+        "us_per_call_median": statistics.median(per_call),
+        "us_per_call_min": min(per_call),
+        "rounds_us": per_call,
+    }
+
+
+def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
+    ctx = drv.Device(0).primary_context()
+    ctx.set_current()
+    mod = drv.Module.load_data(PTX.encode())
+    f = mod.get_function("empty3")
+    a, b = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+    s = drv.Stream()
+    out: dict[str, Any] = {}
+
+    launcher = drv.Launcher(f, 1, 1, "PPi", stream=s)
+
+    def loop_launcher(k: int) -> None:
+        for _ in range(k):
+            launcher(a, b, 256)
+
+    out["launcher"] = timed(loop_launcher, s.synchronize, n, rounds)
+
+    args = [ctypes.c_uint64(a), ctypes.c_uint64(b), ctypes.c_int32(256)]
+
+    def loop_general(k: int) -> None:
+        for _ in range(k):
+            drv.launch_kernel(f, 1, 1, args, 0, s)
+
+    out["launch_kernel"] = timed(loop_general, s.synchronize, n, rounds)
+
+    ev = drv.Event(timing=False)
+    record = ev.record
+
+    def loop_event(k: int) -> None:
+        for _ in range(k):
+            record(s)
+
+    out["event_record"] = timed(loop_event, s.synchronize, n, rounds)
+    ev_t = drv.Event(timing=True)
+
+    def loop_event_timing(k: int) -> None:
+        for _ in range(k):
+            ev_t.record(s)
+
+    out["event_record_timing"] = timed(loop_event_timing, s.synchronize, n, rounds)
+    ev.close()
+    ev_t.close()
+    s.close()
+    drv.mem_free(a)
+    drv.mem_free(b)
+    mod.close()
+    ctx.close()
+    return out
+
+
+def bench_cuda_core(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
+    import numpy as np
+    from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
+
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    arch = "".join(str(x) for x in dev.compute_capability)
+    prog = Program(CUDA_SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{arch}"))
+    kernel = prog.compile("cubin").get_kernel("empty3")
+    a, b = dev.allocate(nbytes, stream=s), dev.allocate(nbytes, stream=s)
+    cfg = LaunchConfig(grid=1, block=1)
+    n32 = np.int32(256)
+    try:
+        launch(s, cfg, kernel, a, b, n32)
+        new_api = True
+    except TypeError:
+        new_api = False
+    out: dict[str, Any] = {}
+    import cuda.core
+
+    out["version"] = getattr(cuda.core, "__version__", "?")
+    if new_api:
+
+        def loop(k: int) -> None:
+            for _ in range(k):
+                launch(s, cfg, kernel, a, b, n32)
+
+    else:
+        cfg = LaunchConfig(grid=1, block=1, stream=s)
+
+        def loop(k: int) -> None:
+            for _ in range(k):
+                launch(kernel, cfg, a, b, n32)
+
+    out["launch"] = timed(loop, s.sync, n, rounds)
+    return out
+
+
+def bench_cupy(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
+    import cupy as cp
+    import numpy as np
+
+    k = cp.RawKernel(CUDA_SRC, "empty3")
+    a = cp.empty(nbytes // 4, dtype=cp.float32)
+    b = cp.empty(nbytes // 4, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    n32 = np.int32(256)
+    out: dict[str, Any] = {"version": cp.__version__}
+    with s:
+
+        def loop(kk: int) -> None:
+            for _ in range(kk):
+                k((1,), (1,), (a, b, n32))
+
+        out["raw_kernel"] = timed(loop, s.synchronize, n, rounds)
+        ev = cp.cuda.Event(disable_timing=True)
+
+        def loop_ev(kk: int) -> None:
+            for _ in range(kk):
+                ev.record(s)
+
+        out["event_record"] = timed(loop_ev, s.synchronize, n, rounds)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("-n", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=7)
+    opts = ap.parse_args()
+    if not drv.is_available():
+        print(f"no GPU: {drv.unavailable_reason()}", file=sys.stderr)
+        return 1
+    nbytes = 1 << 20
+    res: dict[str, Any] = {
+        "benchmark": "launch",
+        "method": (
+            "N back-to-back launches of an empty 3-arg kernel (grid 1, block 1) on one stream "
+            "from a Python loop, one sync at the end; host wall time / N; median of rounds"
+        ),
+        "n": opts.n,
+        "rounds": opts.rounds,
+        "device": drv.Device(0).name,
+        "driver_version": drv.driver_version(),
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    try:
+        res["commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        res["commit"] = None
+    res["pygpukit_driver"] = bench_ours(opts.n, opts.rounds, nbytes)
+    for name, fn in (("cuda_core", bench_cuda_core), ("cupy", bench_cupy)):
+        try:
+            res[name] = fn(opts.n, opts.rounds, nbytes)
+        except Exception as e:  # report, do not hide, a competitor that could not run
+            res[name] = {"error": f"{type(e).__name__}: {e}"}
+    ours = res["pygpukit_driver"]["launcher"]["us_per_call_median"]
+    summary: dict[str, Any] = {
+        "ours_launcher_us": ours,
+        "ours_launch_kernel_us": res["pygpukit_driver"]["launch_kernel"]["us_per_call_median"],
+        "ours_event_record_us": res["pygpukit_driver"]["event_record"]["us_per_call_median"],
+    }
+    if "launch" in res["cuda_core"]:
+        cc = res["cuda_core"]["launch"]["us_per_call_median"]
+        summary["cuda_core_launch_us"] = cc
+        summary["speedup_vs_cuda_core"] = cc / ours
+    if "raw_kernel" in res["cupy"]:
+        cu = res["cupy"]["raw_kernel"]["us_per_call_median"]
+        summary["cupy_raw_kernel_us"] = cu
+        summary["speedup_vs_cupy"] = cu / ours
+        summary["cupy_event_record_us"] = res["cupy"]["event_record"]["us_per_call_median"]
+    summary["launch_target_met"] = ours <= 2.0
+    summary["event_target_met"] = summary["ours_event_record_us"] <= 0.5
+    res["summary"] = summary
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.out.write_text(json.dumps(res, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
