@@ -6,7 +6,8 @@ pygpukit) fails in confusing ways later, so importing pygpukit refuses it up fro
 
 from __future__ import annotations
 
-from importlib import metadata
+import importlib.util
+import os
 
 #: Required siblings first, then the optional ones (extras ``jit`` and ``sched``).
 REQUIRED = ("pygpukit-driver", "pygpukit-kernels")
@@ -14,7 +15,23 @@ OPTIONAL = ("pygpukit-nvrtc", "pygpukit-sched")
 
 
 def installed_version(distribution: str) -> str | None:
-    """Return the installed version of ``distribution``, or ``None`` if it is not installed."""
+    """Return the installed version of ``distribution``, or ``None`` if it is not installed.
+
+    Reads the ``<name>-<version>.dist-info`` folder beside the package: importing
+    ``importlib.metadata`` would cost more than the rest of ``import pygpukit``.
+    """
+    module = distribution.replace("-", "_")
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        site = os.path.dirname(location)
+        prefix = f"{module}-"
+        for entry in os.listdir(site):
+            if entry.startswith(prefix) and entry.endswith(".dist-info"):
+                return entry[len(prefix):-len(".dist-info")]
+    from importlib import metadata  # e.g. an egg-link or unusual layout: ask the slow way
+
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
