@@ -156,7 +156,7 @@ def test_setitem_from_gpuarray_with_cast_and_overlap(backend: str) -> None:
     arr[::-1] = other
     host[::-1] = rand((8,), np.float64, 3).astype(np.int32)
     np.testing.assert_array_equal(arr.to_numpy(), host)
-    with pytest.raises(ValueError, match="could not be broadcast|cannot broadcast"):
+    with pytest.raises(ValueError, match=r"could not be broadcast|cannot broadcast"):
         arr[:3] = gp.zeros((2,))
 
 
