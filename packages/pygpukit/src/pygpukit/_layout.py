@@ -6,6 +6,7 @@ CPU simulation is exactly the view computed on the GPU.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ def as_shape(shape: object, *, argument: str = "shape") -> Shape:
     return dims
 
 
+@functools.lru_cache(maxsize=1024)
 def c_strides(shape: Shape, itemsize: int) -> Strides:
     """Byte strides of a C-contiguous array of ``shape``."""
     strides = []
@@ -48,6 +50,7 @@ def c_strides(shape: Shape, itemsize: int) -> Strides:
     return tuple(reversed(strides))
 
 
+@functools.lru_cache(maxsize=1024)
 def is_c_contiguous(shape: Shape, strides: Strides, itemsize: int) -> bool:
     """Whether the layout is C-contiguous (strides of size-1 dims do not matter, as in NumPy)."""
     if 0 in shape:
