@@ -12,6 +12,17 @@
 //! Modules:
 //! - [`memory_pool`]: a caching device-memory pool model with size classes and
 //!   LRU eviction of cached blocks.
+//! - [`admission`]: deterministic admission control (capacity, tenant quotas,
+//!   a priority queue with explicit tie-breaking, replayable event logs).
+//! - [`scheduler`]: task life cycle (submit → admit → start → complete /
+//!   fail / cancel) with memory reservation, on top of [`admission`].
+//! - [`qos`]: Kubernetes QoS tiers (Guaranteed / Burstable / BestEffort),
+//!   admission by tier and the kubelet's eviction order.
+//! - [`pacing`]: token-bucket (GCRA) pacing of kernel launches per stream.
+//! - [`partition`]: partitions of memory and compute with per-partition
+//!   accounting.
+//! - [`transfer`]: a two-lane (H2D / D2H) priority queue of copies.
+//! - [`simulate`]: discrete-event replay of a trace through a [`Scheduler`].
 //! - [`sync`]: thread-safe (`Send + Sync`) wrappers used by the bindings.
 //!
 //! ```
@@ -29,11 +40,32 @@
 //! # Ok::<(), PoolError>(())
 //! ```
 
+pub mod admission;
 pub mod memory_pool;
+pub mod pacing;
+pub mod partition;
+pub mod qos;
+pub mod scheduler;
+pub mod simulate;
 pub mod sync;
+pub mod transfer;
 
+pub use admission::{
+    AdmissionController, AdmissionEvent, AdmissionReason, AdmissionRequest, AdmissionStats,
+    Decision, TenantQuota, TenantUsage,
+};
 pub use memory_pool::{size_class, BlockId, MemoryPool, PoolError, PoolStats};
-pub use sync::SyncMemoryPool;
+pub use pacing::{KernelPacingEngine, PacingError, StreamStats};
+pub use partition::{
+    Partition, PartitionConfig, PartitionError, PartitionLimits, PartitionManager, PartitionStats,
+};
+pub use qos::{
+    QosDecision, QosError, QosPolicyEvaluator, QosReason, QosStats, QosTaskMeta, QosTier,
+};
+pub use scheduler::{SchedError, Scheduler, SchedulerStats, TaskRecord, TaskState};
+pub use simulate::{simulate, SimEvent, SimEventKind, SimReport, Trace, TraceTask};
+pub use sync::{Shared, SyncMemoryPool};
+pub use transfer::{Transfer, TransferKind, TransferQueue, TransferStats};
 
 /// Version of this crate (kept equal to the Python package version).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -4,7 +4,9 @@
 //! it is `Send + Sync` and can be shared (for example inside an `Arc`, or by a
 //! frozen Python class) between threads. Every method takes the lock once, so
 //! each call is atomic; use [`SyncMemoryPool::with`] to make a sequence of
-//! calls atomic.
+//! calls atomic. [`Shared`] does the same for any core type (scheduler,
+//! admission controller, QoS evaluator, pacing engine, partitions, transfer
+//! queue).
 //!
 //! The core types do not panic on any input; should a bug make one panic while
 //! the lock is held, the lock is recovered rather than poisoning every later
@@ -107,6 +109,34 @@ impl SyncMemoryPool {
     }
 }
 
+/// Any core value behind a mutex: `Send + Sync`; [`Shared::with`] runs a
+/// closure with the lock held, so each call is atomic.
+#[derive(Debug, Default)]
+pub struct Shared<T> {
+    inner: Mutex<T>,
+}
+
+impl<T> Shared<T> {
+    /// Wraps `value`.
+    pub fn new(value: T) -> Self {
+        Shared {
+            inner: Mutex::new(value),
+        }
+    }
+
+    /// Runs `f` with the lock held (a poisoned lock is recovered).
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Unwraps the value.
+    pub fn into_inner(self) -> T {
+        self.inner
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +146,8 @@ mod tests {
     #[test]
     fn is_send_and_sync() {
         assert_send_sync::<SyncMemoryPool>();
+        assert_send_sync::<Shared<crate::Scheduler>>();
+        assert_send_sync::<Shared<crate::QosPolicyEvaluator>>();
     }
 
     #[test]

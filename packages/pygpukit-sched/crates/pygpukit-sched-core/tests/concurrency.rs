@@ -86,3 +86,79 @@ fn many_threads_allocate_and_free() {
     assert_eq!(released, s.cached);
     assert_eq!(pool.stats().cached, 0);
 }
+
+/// Admission control and QoS shared by many threads: capacity is never
+/// over-committed at any observed instant, and the books balance at the end.
+#[test]
+fn many_threads_admit_and_release() {
+    use pygpukit_sched_core::{
+        AdmissionController, AdmissionRequest, QosPolicyEvaluator, QosTaskMeta, Shared,
+    };
+    const CAP: u64 = 10_000;
+    let ac = Arc::new(Shared::new(AdmissionController::new(CAP)));
+    let qos = Arc::new(Shared::new(QosPolicyEvaluator::new(CAP, 1_000_000)));
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (ac, qos, barrier) = (Arc::clone(&ac), Arc::clone(&qos), Arc::clone(&barrier));
+            thread::spawn(move || {
+                let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
+                let mut mine: Vec<String> = Vec::new();
+                let mut admitted = 0u64;
+                barrier.wait();
+                for i in 0..ITERS {
+                    let r = next(&mut rng);
+                    if r % 3 == 0 && !mine.is_empty() {
+                        let id = mine.swap_remove((r as usize / 3) % mine.len());
+                        assert!(ac.with(|a| a.release(&id)).is_some());
+                        qos.with(|q| {
+                            // Evicted tasks are gone already: ignore the error.
+                            let _ = q.release(&id);
+                        });
+                    } else {
+                        let id = format!("{t}-{i}");
+                        let req = AdmissionRequest::new(id.clone(), r % 1500, (r % 5) as i32);
+                        let (ok, reserved) =
+                            ac.with(|a| (a.admit(&req).is_admitted(), a.reserved()));
+                        assert!(reserved <= CAP);
+                        if ok {
+                            admitted += 1;
+                            mine.push(id.clone());
+                            let meta = match r % 3 {
+                                0 => QosTaskMeta::guaranteed(id, "", 1 + r % 900, 0, 0).unwrap(),
+                                1 => {
+                                    QosTaskMeta::burstable(id, "", 1 + r % 500, 0, 0, 0, 0).unwrap()
+                                }
+                                _ => QosTaskMeta::best_effort(id, "", 0),
+                            };
+                            qos.with(|q| {
+                                let tier = meta.tier();
+                                let evicted: Vec<_> = q.admit(meta).evicted;
+                                for v in evicted {
+                                    let vt = q.task(&v).map(|t| t.meta.tier());
+                                    assert!(vt.is_none() || vt < Some(tier));
+                                }
+                                q.check_invariants().unwrap();
+                            });
+                        }
+                    }
+                }
+                for id in mine {
+                    ac.with(|a| a.release(&id)).unwrap();
+                }
+                admitted
+            })
+        })
+        .collect();
+    let admitted: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let ac = Arc::try_unwrap(ac).unwrap().into_inner();
+    ac.check_invariants().unwrap();
+    let s = ac.stats();
+    assert_eq!((s.reserved, s.active), (0, 0));
+    assert_eq!(s.admitted, admitted);
+    assert_eq!(s.released, admitted);
+    assert_eq!(s.decisions, s.admitted + s.rejected);
+    assert!(s.peak_reserved <= CAP);
+    let qos = Arc::try_unwrap(qos).unwrap().into_inner();
+    qos.check_invariants().unwrap();
+}

@@ -12,6 +12,8 @@ use pyo3::types::PyDict;
 use pygpukit_sched_core::memory_pool::{self, BlockId, PoolError, PoolStats};
 use pygpukit_sched_core::SyncMemoryPool;
 
+mod sched;
+
 create_exception!(
     pygpukit_sched,
     QuotaExceededError,
@@ -279,5 +281,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPoolStats>()?;
     m.add("QuotaExceededError", py.get_type::<QuotaExceededError>())?;
     m.add("InvalidBlockError", py.get_type::<InvalidBlockError>())?;
+    sched::register(m)?;
     Ok(())
 }
