@@ -92,3 +92,22 @@ def test_cross_device_mix_is_refused() -> None:
     moved = a.to(1)
     assert moved.device == gp.Device(1)
     np.testing.assert_array_equal((moved + b).to_numpy(), np.full(4, 2, np.float32))
+
+
+@pytest.mark.gpu
+def test_operations_do_not_synchronize() -> None:
+    if not gp.is_cuda_available():
+        pytest.skip("needs the CUDA backend")
+    a = gp.ones((64 << 20,))  # 256 MiB: each add takes ~0.1-0.3 ms on an H100/H200
+    gp.synchronize()
+    start, end = gp.Event(), gp.Event()
+    start.record()
+    acc = a
+    for _ in range(100):
+        acc = acc + a
+    end.record()
+    # Had any op waited, the stream would be idle by now.
+    assert not gp.current_stream().query(), "the chain had already finished: an op synchronized"
+    end.synchronize()
+    assert start.elapsed_time(end) > 5.0
+    assert acc[:3].tolist() == [101.0] * 3
