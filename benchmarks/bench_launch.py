@@ -74,6 +74,31 @@ def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
 
     out["launcher"] = timed(loop_launcher, s.synchronize, n, rounds)
 
+    # Diagnostics. The driver's own cost: the same launch repeated from C++ (no Python).
+    out["c_loop_floor"] = timed(
+        lambda k: drv._driver._launch_loop(launcher, k, a, b, 256), s.synchronize, n, rounds
+    )
+    # GPU time per empty kernel on one stream (events around n launches): if the host loop is
+    # no faster than this, launches are GPU-bound and the queue is full.
+    start, end = drv.Event(), drv.Event()
+    s.synchronize()
+    start.record(s)
+    loop_launcher(n)
+    end.record(s)
+    end.synchronize()
+    out["gpu_us_per_kernel"] = start.elapsed_time(end) * 1e3 / n
+    # A short burst that cannot fill the launch queue: host cost alone.
+    bursts = []
+    for _ in range(rounds):
+        s.synchronize()
+        t0 = time.perf_counter()
+        loop_launcher(256)
+        bursts.append((time.perf_counter() - t0) / 256 * 1e6)
+    out["burst256_us_median"] = statistics.median(bursts)
+    s.synchronize()
+    start.close()
+    end.close()
+
     args = [ctypes.c_uint64(a), ctypes.c_uint64(b), ctypes.c_int32(256)]
 
     def loop_general(k: int) -> None:
@@ -109,7 +134,17 @@ def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
 
 def bench_cuda_core(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
     import numpy as np
-    from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
+
+    try:
+        from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+    except ImportError:  # cuda-core < 0.4
+        from cuda.core.experimental import (
+            Device,
+            LaunchConfig,
+            Program,
+            ProgramOptions,
+            launch,
+        )
 
     dev = Device(0)
     dev.set_current()
@@ -211,6 +246,9 @@ def main() -> int:
     ours = res["pygpukit_driver"]["launcher"]["us_per_call_median"]
     summary: dict[str, Any] = {
         "ours_launcher_us": ours,
+        "c_loop_floor_us": res["pygpukit_driver"]["c_loop_floor"]["us_per_call_median"],
+        "gpu_us_per_kernel": res["pygpukit_driver"]["gpu_us_per_kernel"],
+        "ours_burst256_us": res["pygpukit_driver"]["burst256_us_median"],
         "ours_launch_kernel_us": res["pygpukit_driver"]["launch_kernel"]["us_per_call_median"],
         "ours_event_record_us": res["pygpukit_driver"]["event_record"]["us_per_call_median"],
     }

@@ -1,6 +1,8 @@
 // Devices, retained primary contexts, and the reference that keeps a context alive.
 #pragma once
 
+#include <memory>
+
 #include <pybind11/pybind11.h>
 
 #include "cuda_decls.hpp"
@@ -45,6 +47,15 @@ private:
     CUcontext previous_ = nullptr;
     bool switched_ = false;
 };
+
+// Green contexts register the CUcontext they convert to, so that resources made while one is
+// current keep it alive (a context outlives the resources made in it).
+void register_context_owner(CUcontext ctx, std::weak_ptr<void> owner);
+void unregister_context_owner(CUcontext ctx) noexcept;
+// The owner of the calling thread's current context if it is a registered (green) context.
+std::shared_ptr<void> current_context_owner();
+// The calling thread's current context (nullptr if none); throws CudaError on failure.
+CUcontext current_context();
 
 void register_device(pybind11::module_& m);
 

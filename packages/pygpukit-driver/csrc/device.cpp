@@ -4,6 +4,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include <pybind11/stl.h>
@@ -61,6 +62,40 @@ ScopedCurrent::ScopedCurrent(CUcontext ctx) noexcept {
 
 ScopedCurrent::~ScopedCurrent() {
     if (switched_) CU_NOINIT(cuCtxSetCurrent).quiet(previous_);
+}
+
+namespace {
+
+std::mutex g_owner_mu;
+std::unordered_map<CUcontext, std::weak_ptr<void>>& owners() {
+    static auto* m = new std::unordered_map<CUcontext, std::weak_ptr<void>>();
+    return *m;
+}
+
+}  // namespace
+
+void register_context_owner(CUcontext ctx, std::weak_ptr<void> owner) {
+    std::lock_guard<std::mutex> lock(g_owner_mu);
+    owners()[ctx] = std::move(owner);
+}
+
+void unregister_context_owner(CUcontext ctx) noexcept {
+    std::lock_guard<std::mutex> lock(g_owner_mu);
+    owners().erase(ctx);
+}
+
+CUcontext current_context() {
+    CUcontext c = nullptr;
+    CU(cuCtxGetCurrent)(&c);
+    return c;
+}
+
+std::shared_ptr<void> current_context_owner() {
+    CUcontext c = current_context();
+    std::lock_guard<std::mutex> lock(g_owner_mu);
+    auto it = owners().find(c);
+    if (it == owners().end()) return nullptr;
+    return it->second.lock();
 }
 
 namespace {
@@ -169,6 +204,20 @@ public:
         ref_.release();
     }
 
+    bool enable_peer_access(const Context& peer) const {
+        CUcontext peer_ctx = nullptr;
+        {
+            std::shared_lock<std::shared_mutex> lock(peer.mu_);
+            peer_ctx = peer.handle_locked();
+        }
+        std::shared_lock<std::shared_mutex> lock(mu_);
+        ScopedCurrent current(handle_locked());
+        CUresult r = CU(cuCtxEnablePeerAccess).raw(peer_ctx, 0u);
+        if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return false;
+        if (r != CUDA_SUCCESS) throw_cuda(r, "cuCtxEnablePeerAccess");
+        return true;
+    }
+
     bool closed() const {
         std::shared_lock<std::shared_mutex> lock(mu_);
         return !ref_.held();
@@ -211,7 +260,42 @@ void register_device(py::module_& m) {
                                    return d.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
                                })
         .def_property_readonly("pci_bus_id", &Device::pci_bus_id)
+        .def("can_access_peer",
+             [](const Device& d, const Device& peer) {
+                 int v = 0;
+                 CU(cuDeviceCanAccessPeer)(&v, d.device, peer.device);
+                 return v != 0;
+             },
+             py::arg("peer"), "cuDeviceCanAccessPeer: can this device access `peer`'s memory?")
         .def_property_readonly("uuid", &Device::uuid)
+        .def_property_readonly(
+            "l2_cache_size", [](const Device& d) { return d.attribute(38); }, "L2 cache size in bytes.")
+        .def_property_readonly(
+            "clock_rate", [](const Device& d) { return d.attribute(13); }, "Peak SM clock in kHz.")
+        .def_property_readonly(
+            "memory_clock_rate", [](const Device& d) { return d.attribute(36); }, "Peak memory clock in kHz.")
+        .def_property_readonly(
+            "memory_bus_width", [](const Device& d) { return d.attribute(37); }, "Global memory bus width in bits.")
+        .def_property_readonly(
+            "warp_size", [](const Device& d) { return d.attribute(10); }, "Threads per warp.")
+        .def_property_readonly(
+            "max_threads_per_block", [](const Device& d) { return d.attribute(1); }, "Maximum threads per block.")
+        .def_property_readonly(
+            "max_threads_per_multiprocessor", [](const Device& d) { return d.attribute(39); }, "Maximum resident threads per SM.")
+        .def_property_readonly(
+            "max_shared_memory_per_block", [](const Device& d) { return d.attribute(8); }, "Shared memory per block without opt-in, bytes.")
+        .def_property_readonly(
+            "max_shared_memory_per_block_optin", [](const Device& d) { return d.attribute(97); }, "Shared memory per block with opt-in (FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES), bytes.")
+        .def_property_readonly(
+            "max_shared_memory_per_multiprocessor", [](const Device& d) { return d.attribute(81); }, "Shared memory per SM, bytes.")
+        .def_property_readonly(
+            "max_registers_per_block", [](const Device& d) { return d.attribute(12); }, "32-bit registers per block.")
+        .def_property_readonly(
+            "cooperative_launch", [](const Device& d) { return d.attribute(95) != 0; },
+            "Supports cooperative launches.")
+        .def_property_readonly(
+            "cluster_launch", [](const Device& d) { return d.attribute(120) != 0; },
+            "Supports thread block clusters (compute capability 9.0+).")
         .def(
             "get_attribute",
             [](const Device& d, py::handle attribute) {
@@ -240,6 +324,9 @@ void register_device(py::module_& m) {
         .def_property_readonly("closed", &Context::closed)
         .def("set_current", &Context::set_current, "cuCtxSetCurrent on the calling thread.")
         .def("synchronize", &Context::synchronize, "cuCtxSynchronize (GIL released).")
+        .def("enable_peer_access", &Context::enable_peer_access, py::arg("peer"),
+             "cuCtxEnablePeerAccess: let this context access `peer`'s memory. True if enabled "
+             "now, False if it already was.")
         .def("close", &Context::close, "Release the retained primary context (idempotent).")
         .def("__enter__", [](py::object self) { return self; })
         .def("__exit__", [](Context& c, py::args) { c.close(); })

@@ -80,7 +80,76 @@
       CUresult(CUfunction, CUfunction_attribute, int))                                           \
     X(cuLaunchKernel, "cuLaunchKernel", 12000,                                                   \
       CUresult(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, \
-               unsigned int, unsigned int, CUstream, void**, void**))
+               unsigned int, unsigned int, CUstream, void**, void**))                            \
+    X(cuLaunchKernelEx, "cuLaunchKernelEx", 12000,                                               \
+      CUresult(const CUlaunchConfig*, CUfunction, void**, void**))                               \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", \
+      12000, CUresult(int*, CUfunction, int, size_t))                                            \
+    X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 12000,               \
+      CUresult(int*, int*, CUfunction, CUoccupancyB2DSize, size_t, int))                         \
+    /* memory pools, pinned host memory, more copies */                                          \
+    X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 12000,                             \
+      CUresult(CUmemoryPool*, CUdevice))                                                         \
+    X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 12000,                                     \
+      CUresult(CUmemoryPool, CUmemPool_attribute, void*))                                        \
+    X(cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 12000,                                     \
+      CUresult(CUmemoryPool, CUmemPool_attribute, void*))                                        \
+    X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 12000, CUresult(CUmemoryPool, size_t))                 \
+    X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 12000,                                 \
+      CUresult(CUdeviceptr*, size_t, CUmemoryPool, CUstream))                                    \
+    X(cuMemHostAlloc, "cuMemHostAlloc", 12000, CUresult(void**, size_t, unsigned int))           \
+    X(cuMemFreeHost, "cuMemFreeHost", 12000, CUresult(void*))                                    \
+    X(cuMemHostRegister, "cuMemHostRegister_v2", 12000, CUresult(void*, size_t, unsigned int))   \
+    X(cuMemHostUnregister, "cuMemHostUnregister", 12000, CUresult(void*))                        \
+    X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", 12000,                          \
+      CUresult(CUdeviceptr*, void*, unsigned int))                                               \
+    X(cuMemcpy2D, "cuMemcpy2D_v2", 12000, CUresult(const CUDA_MEMCPY2D*))                        \
+    X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", 12000, CUresult(const CUDA_MEMCPY2D*, CUstream))    \
+    X(cuMemcpyPeer, "cuMemcpyPeer", 12000,                                                       \
+      CUresult(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t))                          \
+    X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 12000,                                             \
+      CUresult(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))                \
+    X(cuMemsetD16Async, "cuMemsetD16Async", 12000,                                               \
+      CUresult(CUdeviceptr, unsigned short, size_t, CUstream))                                   \
+    /* streams: priorities, host functions, capture; graphs */                                   \
+    X(cuStreamGetPriority, "cuStreamGetPriority", 12000, CUresult(CUstream, int*))               \
+    X(cuStreamGetFlags, "cuStreamGetFlags", 12000, CUresult(CUstream, unsigned int*))            \
+    X(cuLaunchHostFunc, "cuLaunchHostFunc", 12000, CUresult(CUstream, CUhostFn, void*))          \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", 12000,                                    \
+      CUresult(CUstream, CUstreamCaptureMode))                                                   \
+    X(cuStreamEndCapture, "cuStreamEndCapture", 12000, CUresult(CUstream, CUgraph*))             \
+    X(cuStreamIsCapturing, "cuStreamIsCapturing", 12000,                                         \
+      CUresult(CUstream, CUstreamCaptureStatus*))                                                \
+    X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 12000,                         \
+      CUresult(CUgraphExec*, CUgraph, unsigned long long))                                       \
+    X(cuGraphLaunch, "cuGraphLaunch", 12000, CUresult(CUgraphExec, CUstream))                    \
+    X(cuGraphDestroy, "cuGraphDestroy", 12000, CUresult(CUgraph))                                \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy", 12000, CUresult(CUgraphExec))                    \
+    X(cuGraphGetNodes, "cuGraphGetNodes", 12000, CUresult(CUgraph, CUgraphNode*, size_t*))       \
+    /* peer access */                                                                            \
+    X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 12000, CUresult(int*, CUdevice, CUdevice)) \
+    X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 12000, CUresult(CUcontext, unsigned int))  \
+    /* green contexts (CUDA 12.4+ drivers; cuGreenCtxStreamCreate 12.5+) */                     \
+    X(cuDeviceGetDevResource, "cuDeviceGetDevResource", 12040,                                   \
+      CUresult(CUdevice, CUdevResource*, CUdevResourceType))                                     \
+    X(cuDevSmResourceSplitByCount, "cuDevSmResourceSplitByCount", 12040,                         \
+      CUresult(CUdevResource*, unsigned int*, const CUdevResource*, CUdevResource*,              \
+               unsigned int, unsigned int))                                                      \
+    X(cuDevResourceGenerateDesc, "cuDevResourceGenerateDesc", 12040,                             \
+      CUresult(CUdevResourceDesc*, CUdevResource*, unsigned int))                                \
+    X(cuGreenCtxCreate, "cuGreenCtxCreate", 12040,                                               \
+      CUresult(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned int))                          \
+    X(cuGreenCtxDestroy, "cuGreenCtxDestroy", 12040, CUresult(CUgreenCtx))                       \
+    X(cuGreenCtxGetDevResource, "cuGreenCtxGetDevResource", 12040,                               \
+      CUresult(CUgreenCtx, CUdevResource*, CUdevResourceType))                                   \
+    X(cuCtxFromGreenCtx, "cuCtxFromGreenCtx", 12040, CUresult(CUcontext*, CUgreenCtx))           \
+    X(cuGreenCtxStreamCreate, "cuGreenCtxStreamCreate", 12050,                                   \
+      CUresult(CUstream*, CUgreenCtx, unsigned int, int))                                        \
+    /* tensor maps (TMA) */                                                                      \
+    X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 12000,                                   \
+      CUresult(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,          \
+               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,   \
+               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill))
 // clang-format on
 
 namespace pgk {
@@ -89,6 +158,7 @@ namespace pgk {
 struct Driver {
 #define PGK_DECLARE_MEMBER(name, fallback, version, ...) \
     using name##_t = __VA_ARGS__;                        \
+    static constexpr int name##_version = version;       \
     name##_t* name = nullptr;
     PGK_DRIVER_FUNCTIONS(PGK_DECLARE_MEMBER)
 #undef PGK_DECLARE_MEMBER

@@ -35,11 +35,19 @@ constexpr KnownError kKnownErrors[] = {
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
     {702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
+    {705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
+    {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
+    {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
+    {720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -107,10 +115,45 @@ void throw_cuda(CUresult code, const char* api, std::string detail) {
     throw CudaError(code, api, std::move(detail));
 }
 
-void throw_missing_symbol(const char* api) {
-    throw CudaError(CUDA_ERROR_NOT_SUPPORTED, api,
-                    std::string("the loaded CUDA driver does not provide ") + api +
-                        " (driver too old?)");
+std::string format_cuda_version(int v) {
+    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10) + " (" +
+           std::to_string(v) + ")";
+}
+
+int loaded_driver_version() noexcept {
+    int v = 0;
+    auto fn = driver().cuDriverGetVersion;
+    if (fn == nullptr || fn(&v) != CUDA_SUCCESS) return 0;
+    return v;
+}
+
+void throw_missing_symbol(const char* api, int min_version) {
+    int have = loaded_driver_version();
+    std::string msg = std::string("the loaded CUDA driver (CUDA ") +
+                      (have > 0 ? format_cuda_version(have) : std::string("version unknown")) +
+                      ") does not provide " + api;
+    if (min_version > 0) msg += "; it needs a CUDA " + format_cuda_version(min_version) + "+ driver";
+    throw CudaError(CUDA_ERROR_NOT_SUPPORTED, api, msg);
+}
+
+void set_error_from_current_exception() noexcept {
+    try {
+        throw;
+    } catch (py::error_already_set& e) {
+        e.restore();
+    } catch (const py::builtin_exception& e) {
+        e.set_error();
+    } catch (const CudaError& e) {
+        set_python_error("_from_native", e.code, e.api, e.detail, e.what());
+    } catch (const UnavailableError& e) {
+        set_python_error("_unavailable_from_native", e.code, e.api, e.reason, e.what());
+    } catch (const std::bad_alloc&) {
+        PyErr_NoMemory();
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
+    }
 }
 
 void register_errors(py::module_& m) {

@@ -38,7 +38,14 @@ std::string error_name(CUresult code);
 std::string error_string(CUresult code);
 
 [[noreturn]] void throw_cuda(CUresult code, const char* api, std::string detail = {});
-[[noreturn]] void throw_missing_symbol(const char* api);
+[[noreturn]] void throw_missing_symbol(const char* api, int min_version = 0);
+// "12.4 (12040)" for a CUDA version number.
+std::string format_cuda_version(int v);
+// The loaded driver's version, 0 if unknown.
+int loaded_driver_version() noexcept;
+// Sets the Python error for the exception being handled (CudaError, pybind11 errors, ...).
+// For raw CPython entry points that bypass pybind11's dispatcher. Call inside a catch block.
+void set_error_from_current_exception() noexcept;
 
 void register_errors(pybind11::module_& m);
 

@@ -34,6 +34,7 @@ template <class F>
 struct Api {
     F* fn;
     const char* name;
+    int min_version;  // the CUDA version that introduced the entry point, e.g. 12040
 
     template <class... A>
     void operator()(A... a) const {
@@ -43,7 +44,7 @@ struct Api {
     // Returns the CUresult instead of throwing on it (throws only if the symbol is missing).
     template <class... A>
     CUresult raw(A... a) const {
-        if (fn == nullptr) throw_missing_symbol(name);
+        if (fn == nullptr) throw_missing_symbol(name, min_version);
         return fn(a...);
     }
     // Never throws: for destructors and cleanup paths.
@@ -59,7 +60,12 @@ void register_loader(pybind11::module_& m);
 }  // namespace pgk
 
 // CU(cuMemAlloc)(&ptr, n): initializes the driver if needed, calls, throws CudaError on failure.
-#define CU(name) \
-    (::pgk::require_init(), ::pgk::Api<::pgk::Driver::name##_t>{::pgk::driver().name, #name})
+#define CU(name)                                                                   \
+    (::pgk::require_init(), ::pgk::Api<::pgk::Driver::name##_t>{::pgk::driver().name, #name, \
+                                                                ::pgk::Driver::name##_version})
 // CU_NOINIT(name): the same entry point without the init check (cleanup paths).
-#define CU_NOINIT(name) (::pgk::Api<::pgk::Driver::name##_t>{::pgk::driver().name, #name})
+#define CU_NOINIT(name)                                                      \
+    (::pgk::Api<::pgk::Driver::name##_t>{::pgk::driver().name, #name,      \
+                                         ::pgk::Driver::name##_version})
+// True when the loaded driver provides the entry point.
+#define CU_HAS(name) (::pgk::driver().name != nullptr)

@@ -1,4 +1,6 @@
 // Device memory: allocation and copies. Pointers and streams are plain ints.
+#include <optional>
+
 #include <pybind11/stl.h>
 
 #include "loader.hpp"
@@ -15,6 +17,76 @@ CUdeviceptr to_ptr(py::handle obj, const char* what) {
 
 std::size_t to_size(py::handle obj, const char* what) {
     return static_cast<std::size_t>(to_u64(obj, what));
+}
+
+// A Context object (its .handle) or an int CUcontext handle.
+CUcontext to_context(py::handle obj, const char* what) {
+    if (!PyIndex_Check(obj.ptr()) && py::hasattr(obj, "handle"))
+        return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(
+            to_u64(obj.attr("handle"), what)));
+    return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(to_u64(obj, what)));
+}
+
+// One side of a 2D copy: a device pointer (int) or a host buffer.
+struct Side {
+    bool host = false;
+    CUdeviceptr dev = 0;
+    void* ptr = nullptr;
+    std::optional<BufferView> view;
+};
+
+Side to_side(py::handle obj, const char* what, bool writable) {
+    Side s;
+    if (PyIndex_Check(obj.ptr())) {
+        s.dev = to_ptr(obj, what);
+        return s;
+    }
+    s.host = true;
+    s.view.emplace(obj, what,
+                   writable ? BufferView::Mode::WriteCContiguous : BufferView::Mode::ReadAnyContiguous);
+    s.ptr = s.view->data();
+    return s;
+}
+
+void copy_2d(py::handle dst_obj, py::handle dst_pitch_obj, py::handle src_obj,
+             py::handle src_pitch_obj, py::handle width_obj, py::handle height_obj,
+             py::handle stream_obj, bool async) {
+    std::size_t dpitch = to_size(dst_pitch_obj, "dst_pitch");
+    std::size_t spitch = to_size(src_pitch_obj, "src_pitch");
+    std::size_t width = to_size(width_obj, "width");
+    std::size_t height = to_size(height_obj, "height");
+    if (width > dpitch) throw py::value_error("width must be <= dst_pitch");
+    if (width > spitch) throw py::value_error("width must be <= src_pitch");
+    Side dst = to_side(dst_obj, "dst", true);
+    Side src = to_side(src_obj, "src", false);
+    CUstream stream = async ? to_stream(stream_obj, "stream") : nullptr;
+    if (width == 0 || height == 0) return;
+    auto check = [&](const Side& side, std::size_t pitch, const char* what) {
+        if (!side.host) return;
+        std::size_t need = (height - 1) * pitch + width;
+        if (need > side.view->size())
+            throw py::value_error(std::string(what) + " buffer is too small: " +
+                                  std::to_string(height) + " rows need " + std::to_string(need) +
+                                  " bytes, it has " + std::to_string(side.view->size()));
+    };
+    check(dst, dpitch, "dst");
+    check(src, spitch, "src");
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = src.host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    c.srcHost = src.ptr;
+    c.srcDevice = src.dev;
+    c.srcPitch = spitch;
+    c.dstMemoryType = dst.host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    c.dstHost = dst.ptr;
+    c.dstDevice = dst.dev;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = width;
+    c.Height = height;
+    py::gil_scoped_release nogil;
+    if (async)
+        CU(cuMemcpy2DAsync)(&c, stream);
+    else
+        CU(cuMemcpy2D)(&c);
 }
 
 }  // namespace
@@ -158,6 +230,7 @@ void register_memory(py::module_& m) {
             std::size_t count = to_size(count_obj, "count");
             CUstream stream = to_stream(stream_obj, "stream");
             if (count == 0) return;
+            py::gil_scoped_release nogil;
             CU(cuMemsetD8Async)(p, value, count, stream);
         },
         py::arg("ptr"), py::arg("value"), py::arg("count"), py::arg("stream"),
@@ -173,10 +246,76 @@ void register_memory(py::module_& m) {
             std::size_t count = to_size(count_obj, "count");
             CUstream stream = to_stream(stream_obj, "stream");
             if (count == 0) return;
+            py::gil_scoped_release nogil;
             CU(cuMemsetD32Async)(p, value, count, stream);
         },
         py::arg("ptr"), py::arg("value"), py::arg("count"), py::arg("stream"),
         "Set `count` 32-bit words to `value`, asynchronously (ptr must be 4-byte aligned).");
+
+    m.def(
+        "memset_d16_async",
+        [](py::handle ptr_obj, py::handle value_obj, py::handle count_obj, py::handle stream_obj) {
+            CUdeviceptr p = to_ptr(ptr_obj, "ptr");
+            long long v = to_int_in(value_obj, "value", -0x8000LL, 0xFFFFLL);
+            auto value = static_cast<unsigned short>(static_cast<std::uint16_t>(v));
+            std::size_t count = to_size(count_obj, "count");
+            CUstream stream = to_stream(stream_obj, "stream");
+            if (count == 0) return;
+            py::gil_scoped_release nogil;
+            CU(cuMemsetD16Async)(p, value, count, stream);
+        },
+        py::arg("ptr"), py::arg("value"), py::arg("count"), py::arg("stream"),
+        "Set `count` 16-bit words to `value`, asynchronously (ptr must be 2-byte aligned).");
+
+    m.def(
+        "memcpy_2d",
+        [](py::handle dst, py::handle dst_pitch, py::handle src, py::handle src_pitch,
+           py::handle width, py::handle height) {
+            copy_2d(dst, dst_pitch, src, src_pitch, width, height, nullptr, false);
+        },
+        py::arg("dst"), py::arg("dst_pitch"), py::arg("src"), py::arg("src_pitch"),
+        py::arg("width"), py::arg("height"),
+        "cuMemcpy2D: copy `height` rows of `width` bytes; dst/src are device pointers (int) or "
+        "host buffers, each row starting `pitch` bytes after the previous one.");
+
+    m.def(
+        "memcpy_2d_async",
+        [](py::handle dst, py::handle dst_pitch, py::handle src, py::handle src_pitch,
+           py::handle width, py::handle height, py::handle stream) {
+            copy_2d(dst, dst_pitch, src, src_pitch, width, height, stream, true);
+        },
+        py::arg("dst"), py::arg("dst_pitch"), py::arg("src"), py::arg("src_pitch"),
+        py::arg("width"), py::arg("height"), py::arg("stream"),
+        "cuMemcpy2DAsync; host buffers must stay alive and unchanged until the copy completes.");
+
+    m.def(
+        "memcpy_peer",
+        [](py::handle dst, py::handle dst_ctx, py::handle src, py::handle src_ctx,
+           py::handle nbytes) {
+            CUdeviceptr d = to_ptr(dst, "dst"), s = to_ptr(src, "src");
+            CUcontext dc = to_context(dst_ctx, "dst_context"), sc = to_context(src_ctx, "src_context");
+            std::size_t n = to_size(nbytes, "nbytes");
+            if (n == 0) return;
+            py::gil_scoped_release nogil;
+            CU(cuMemcpyPeer)(d, dc, s, sc, n);
+        },
+        py::arg("dst"), py::arg("dst_context"), py::arg("src"), py::arg("src_context"),
+        py::arg("nbytes"), "cuMemcpyPeer: copy between the memory of two contexts (devices).");
+
+    m.def(
+        "memcpy_peer_async",
+        [](py::handle dst, py::handle dst_ctx, py::handle src, py::handle src_ctx,
+           py::handle nbytes, py::handle stream_obj) {
+            CUdeviceptr d = to_ptr(dst, "dst"), s = to_ptr(src, "src");
+            CUcontext dc = to_context(dst_ctx, "dst_context"), sc = to_context(src_ctx, "src_context");
+            std::size_t n = to_size(nbytes, "nbytes");
+            CUstream stream = to_stream(stream_obj, "stream");
+            if (n == 0) return;
+            py::gil_scoped_release nogil;
+            CU(cuMemcpyPeerAsync)(d, dc, s, sc, n, stream);
+        },
+        py::arg("dst"), py::arg("dst_context"), py::arg("src"), py::arg("src_context"),
+        py::arg("nbytes"), py::arg("stream"), "cuMemcpyPeerAsync.");
 }
 
 }  // namespace pgk

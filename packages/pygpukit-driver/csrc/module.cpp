@@ -9,6 +9,8 @@ namespace pgk {
 void register_memory(pybind11::module_& m);
 void register_stream_event(pybind11::module_& m);
 void register_module_launch(pybind11::module_& m);
+void register_pool_host(pybind11::module_& m);
+void register_green_tma(pybind11::module_& m);
 }  // namespace pgk
 
 PYBIND11_MODULE(_driver, m) {
@@ -20,4 +22,6 @@ PYBIND11_MODULE(_driver, m) {
     pgk::register_memory(m);
     pgk::register_stream_event(m);
     pgk::register_module_launch(m);
+    pgk::register_pool_host(m);
+    pgk::register_green_tma(m);
 }

@@ -85,6 +85,15 @@ def fake_driver_nogpa(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _build(out, "-DFAKE_NO_GET_PROC_ADDRESS")
 
 
+@pytest.fixture(scope="session")
+def fake_driver_old(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Path of a CUDA 12.2-era fake driver: no green contexts, cuLaunchKernelEx, tensor maps."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the fake driver is built as a Linux shared library")
+    out = tmp_path_factory.mktemp("fake_cuda_old") / "libfakecuda_old.so.1"
+    return _build(out, "-DFAKE_OLD_DRIVER")
+
+
 Runner = Callable[..., str]
 
 

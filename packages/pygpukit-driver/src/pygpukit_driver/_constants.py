@@ -69,6 +69,83 @@ class FunctionAttribute(enum.IntEnum):
     PREFERRED_SHARED_MEMORY_CARVEOUT = 9
 
 
+class MemPoolAttribute(enum.IntEnum):
+    """``CUmemPool_attribute`` values (64-bit ones) for :meth:`MemPool.get_attribute`."""
+
+    RELEASE_THRESHOLD = 4
+    RESERVED_MEM_CURRENT = 5
+    RESERVED_MEM_HIGH = 6
+    USED_MEM_CURRENT = 7
+    USED_MEM_HIGH = 8
+
+
+class CaptureMode(enum.IntEnum):
+    """``CUstreamCaptureMode`` for :func:`stream_begin_capture`."""
+
+    GLOBAL = 0
+    THREAD_LOCAL = 1
+    RELAXED = 2
+
+
+class CaptureStatus(enum.IntEnum):
+    """``CUstreamCaptureStatus`` returned by :func:`stream_capture_status`."""
+
+    NONE = 0
+    ACTIVE = 1
+    INVALIDATED = 2
+
+
+class TensorMapDataType(enum.IntEnum):
+    """``CUtensorMapDataType`` for :func:`tensor_map_encode_tiled`."""
+
+    UINT8 = 0
+    UINT16 = 1
+    UINT32 = 2
+    INT32 = 3
+    UINT64 = 4
+    INT64 = 5
+    FLOAT16 = 6
+    FLOAT32 = 7
+    FLOAT64 = 8
+    BFLOAT16 = 9
+    FLOAT32_FTZ = 10
+    TFLOAT32 = 11
+    TFLOAT32_FTZ = 12
+
+
+class TensorMapInterleave(enum.IntEnum):
+    """``CUtensorMapInterleave``."""
+
+    NONE = 0
+    INTERLEAVE_16B = 1
+    INTERLEAVE_32B = 2
+
+
+class TensorMapSwizzle(enum.IntEnum):
+    """``CUtensorMapSwizzle``."""
+
+    NONE = 0
+    SWIZZLE_32B = 1
+    SWIZZLE_64B = 2
+    SWIZZLE_128B = 3
+
+
+class TensorMapL2Promotion(enum.IntEnum):
+    """``CUtensorMapL2promotion``."""
+
+    NONE = 0
+    L2_64B = 1
+    L2_128B = 2
+    L2_256B = 3
+
+
+class TensorMapFloatOOBFill(enum.IntEnum):
+    """``CUtensorMapFloatOOBfill``."""
+
+    NONE = 0
+    NAN_REQUEST_ZERO_FMA = 1
+
+
 # Flat aliases for the most used values.
 DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = DeviceAttribute.MAX_THREADS_PER_BLOCK
 DEVICE_ATTRIBUTE_WARP_SIZE = DeviceAttribute.WARP_SIZE

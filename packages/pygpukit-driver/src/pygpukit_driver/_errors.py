@@ -84,6 +84,22 @@ class CudaLaunchError(CudaError):
     """A kernel launch or a kernel failed (out of resources, timeout, illegal address...)."""
 
 
+class CudaUnsupportedError(CudaError):
+    """``CUDA_ERROR_NOT_SUPPORTED`` (801), or an entry point the loaded driver lacks.
+
+    Raised only when the missing feature is used; ``detail`` names the loaded
+    driver's CUDA version and the version the feature needs.
+    """
+
+
+class CudaPeerAccessError(CudaError):
+    """Peer access is unsupported (217) or not enabled (705)."""
+
+
+class CudaStreamCaptureError(CudaError):
+    """An operation is illegal during stream capture, or the capture was invalidated (900-908)."""
+
+
 class CudaUnavailableError(CudaError):
     """The CUDA driver library could not be loaded, or ``cuInit`` failed.
 
@@ -126,6 +142,11 @@ _CLASS_BY_CODE: dict[int, type[CudaError]] = {
     701: CudaLaunchError,  # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
     702: CudaLaunchError,  # CUDA_ERROR_LAUNCH_TIMEOUT
     719: CudaLaunchError,  # CUDA_ERROR_LAUNCH_FAILED
+    720: CudaLaunchError,  # CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+    217: CudaPeerAccessError,  # CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+    705: CudaPeerAccessError,  # CUDA_ERROR_PEER_ACCESS_NOT_ENABLED
+    801: CudaUnsupportedError,  # CUDA_ERROR_NOT_SUPPORTED (and entry points the driver lacks)
+    **dict.fromkeys(range(900, 909), CudaStreamCaptureError),
 }
 
 

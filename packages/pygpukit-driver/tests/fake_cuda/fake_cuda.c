@@ -12,6 +12,14 @@
  *   FAKE_CUDA_DRIVER_VERSION=<v>    cuDriverGetVersion (default 13000)
  *   FAKE_CUDA_GPA_HIDE=a,b          cuGetProcAddress_v2 reports these symbols as not found
  *   FAKE_CUDA_NOT_READY=1           cuStreamQuery / cuEventQuery return CUDA_ERROR_NOT_READY
+ *   FAKE_CUDA_LAUNCH_ERROR=<code>   cuLaunchKernel(Ex) fails with <code> (e.g. 719)
+ *   FAKE_CUDA_HOSTFUNC_ERROR=<code> cuLaunchHostFunc fails with <code>
+ *   FAKE_CUDA_HOST_OOM=1            cuMemHostAlloc fails with OUT_OF_MEMORY
+ * Build with -DFAKE_OLD_DRIVER for a CUDA 12.2-era driver: no green contexts, no
+ * cuLaunchKernelEx, no cuTensorMapEncodeTiled (not exported at all), version 12020.
+ *
+ * Host functions run on a new thread; synchronize calls wait for them. Stream capture records
+ * kernel launches as graph nodes (not run); launching the instantiated graph replays them.
  *
  * Modules: an image starting with "FAKECUBIN" or "FAKEPTX" loads (PTX must be NUL-terminated);
  * anything else fails with CUDA_ERROR_INVALID_PTX and a message in the JIT error log buffer.
@@ -23,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -44,7 +53,18 @@ enum {
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
 };
+#ifdef FAKE_OLD_DRIVER
+#define DEFAULT_DRIVER_VERSION 12020
+#else
+#define DEFAULT_DRIVER_VERSION 13000
+#endif
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 #define LOCK() pthread_mutex_lock(&mu)
@@ -72,6 +92,20 @@ EXPORT int fake_last_params_len = 0;
 EXPORT unsigned int fake_last_stream_flags = 0;
 EXPORT int fake_last_stream_priority = 0;
 EXPORT int fake_last_jit_options = 0;   /* number of JIT options passed to cuModuleLoadDataEx */
+EXPORT long long fake_outstanding_host = 0;      /* cuMemHostAlloc blocks */
+EXPORT long long fake_outstanding_hostreg = 0;   /* cuMemHostRegister ranges */
+EXPORT long long fake_outstanding_graphs = 0;
+EXPORT long long fake_outstanding_execs = 0;
+EXPORT long long fake_outstanding_green = 0;
+EXPORT unsigned int fake_last_host_flags = 0;
+EXPORT int fake_host_funcs_run = 0;
+EXPORT int fake_pending_host_funcs = 0;
+EXPORT int fake_last_num_attrs = 0;
+EXPORT unsigned int fake_last_cluster[3];
+EXPORT int fake_last_cooperative = 0;
+EXPORT int fake_last_priority = 0;
+EXPORT int fake_memcpy2d_calls = 0;
+EXPORT int fake_peer_copies = 0;
 
 /* ---------- devices and contexts ---------- */
 #define NDEV 2
@@ -98,8 +132,9 @@ static int device_count(void) {
 #define CHECK_DEV(d) do { if ((d) < 0 || (d) >= device_count()) return CUDA_ERROR_INVALID_DEVICE; } while (0)
 
 /* ---------- live-handle registry ---------- */
-enum { K_ALLOC = 1, K_STREAM, K_EVENT, K_MODULE };
-struct live { void* p; int kind; size_t size; void* owner; int device; struct live* next; };
+enum { K_ALLOC = 1, K_STREAM, K_EVENT, K_MODULE, K_HOST, K_HOSTREG, K_GRAPH, K_EXEC, K_GREEN };
+struct live { void* p; int kind; size_t size; void* owner; int device; int pooled;
+              unsigned flags; struct live* next; };
 static struct live* live_list = NULL;
 
 static struct live* live_find(int kind, const void* p) {
@@ -136,7 +171,8 @@ static int valid_stream(void* s) {
 EXPORT long long fake_outstanding(void) {
     LOCK();
     long long n = fake_outstanding_allocs + fake_outstanding_streams + fake_outstanding_events +
-                  fake_outstanding_modules;
+                  fake_outstanding_modules + fake_outstanding_host + fake_outstanding_hostreg +
+                  fake_outstanding_graphs + fake_outstanding_execs + fake_outstanding_green;
     for (int i = 0; i < NDEV; ++i) n += ctxs[i].refcount;
     UNLOCK();
     return n;
@@ -192,7 +228,7 @@ EXPORT CUresult cuInit(unsigned int flags) {
 }
 EXPORT CUresult cuDriverGetVersion(int* v) {
     if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = (int)env_ll("FAKE_CUDA_DRIVER_VERSION", 13000);
+    *v = (int)env_ll("FAKE_CUDA_DRIVER_VERSION", DEFAULT_DRIVER_VERSION);
     return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDeviceGetCount(int* n) { REQUIRE_INIT(); *n = device_count(); return CUDA_SUCCESS; }
@@ -209,7 +245,12 @@ EXPORT CUresult cuDeviceGetAttribute(int* v, int attr, CUdevice d) {
     REQUIRE_INIT(); CHECK_DEV(d);
     switch (attr) {
         case 1: *v = 1024; break;               /* MAX_THREADS_PER_BLOCK */
+        case 8: *v = 48 * 1024; break;          /* MAX_SHARED_MEMORY_PER_BLOCK */
         case 10: *v = 32; break;                /* WARP_SIZE */
+        case 13: *v = 1410000 + 570000 * d; break; /* CLOCK_RATE (kHz) */
+        case 38: *v = d ? 50 << 20 : 40 << 20; break; /* L2_CACHE_SIZE */
+        case 95: *v = 1; break;                 /* COOPERATIVE_LAUNCH */
+        case 120: *v = d ? 1 : 0; break;        /* CLUSTER_LAUNCH */
         case 16: *v = dev_sms[d]; break;        /* MULTIPROCESSOR_COUNT */
         case 75: *v = dev_cc[d][0]; break;
         case 76: *v = dev_cc[d][1]; break;
@@ -247,9 +288,16 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
     UNLOCK();
     return CUDA_SUCCESS;
 }
+struct fake_green { struct fake_ctx ctx; unsigned sms; };
 static int valid_ctx(void* c) {
     for (int i = 0; i < NDEV; ++i) if (c == &ctxs[i]) return 1;
+    for (struct live* l = live_list; l; l = l->next)
+        if (l->kind == K_GREEN && &((struct fake_green*)l->p)->ctx == c) return 1;
     return 0;
+}
+/* Host functions still queued or running (synchronize waits for them). */
+static void wait_host_funcs(void) {
+    while (__atomic_load_n(&fake_pending_host_funcs, __ATOMIC_SEQ_CST) > 0) usleep(200);
 }
 EXPORT CUresult cuCtxSetCurrent(void* c) {
     REQUIRE_INIT();
@@ -260,7 +308,8 @@ EXPORT CUresult cuCtxSetCurrent(void* c) {
 }
 EXPORT CUresult cuCtxGetCurrent(void** c) { REQUIRE_INIT(); *c = current; return CUDA_SUCCESS; }
 EXPORT CUresult cuCtxGetDevice(CUdevice* d) { REQUIRE_CTX(); *d = current->device; return CUDA_SUCCESS; }
-EXPORT CUresult cuCtxSynchronize(void) { REQUIRE_CTX(); return CUDA_SUCCESS; }
+static void pools_sync(void);
+EXPORT CUresult cuCtxSynchronize(void) { REQUIRE_CTX(); wait_host_funcs(); pools_sync(); return CUDA_SUCCESS; }
 EXPORT CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
     REQUIRE_CTX();
     if (least) *least = 0;
@@ -309,12 +358,23 @@ EXPORT CUresult cuMemGetInfo_v2(size_t* free_b, size_t* total) {
 #define CHECK_STREAM(s) do { LOCK(); int _ok = valid_stream(s); UNLOCK(); \
     if (!_ok) return CUDA_ERROR_INVALID_HANDLE; } while (0)
 /* The fake runs every stream synchronously, so stream-ordered allocation is plain allocation. */
+static void pool_account(int d, long long delta);
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t n, void* s) {
     REQUIRE_CTX(); CHECK_STREAM(s);
-    return cuMemAlloc_v2(p, n);
+    CUresult r = cuMemAlloc_v2(p, n);
+    if (r != CUDA_SUCCESS) return r;
+    LOCK();
+    live_find(K_ALLOC, (void*)(uintptr_t)*p)->pooled = 1;
+    pool_account(current->device, (long long)n);
+    UNLOCK();
+    return CUDA_SUCCESS;
 }
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, void* s) {
     REQUIRE_CTX(); CHECK_STREAM(s);
+    LOCK();
+    struct live* l = live_find(K_ALLOC, (void*)(uintptr_t)p);
+    if (l && l->pooled) pool_account(l->device, -(long long)l->size);
+    UNLOCK();
     return cuMemFree_v2(p);
 }
 
@@ -359,7 +419,10 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, void* 
 }
 
 /* ---------- streams and events ---------- */
-struct fake_stream { unsigned flags; int priority; int device; };
+#define MAX_NODES 64
+struct fake_node { void* fn; unsigned grid[3], block[3], shared; int nbytes; unsigned char params[64]; };
+struct fake_stream { unsigned flags; int priority; int device; int capturing; int nnodes;
+                     struct fake_node nodes[MAX_NODES]; };
 EXPORT CUresult cuStreamCreateWithPriority(void** s, unsigned int flags, int prio) {
     REQUIRE_CTX();
     if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
@@ -385,7 +448,27 @@ EXPORT CUresult cuStreamDestroy_v2(void* s) {
     free(s);
     return CUDA_SUCCESS;
 }
-EXPORT CUresult cuStreamSynchronize(void* s) { REQUIRE_CTX(); CHECK_STREAM(s); return CUDA_SUCCESS; }
+static int capturing(void* s) {
+    if (s == NULL || (uintptr_t)s <= 2) return 0;
+    LOCK(); struct live* l = live_find(K_STREAM, s); UNLOCK();
+    return l && ((struct fake_stream*)s)->capturing;
+}
+EXPORT CUresult cuStreamSynchronize(void* s) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    wait_host_funcs(); pools_sync();
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamGetPriority(void* s, int* p) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    *p = ((uintptr_t)s <= 2) ? 0 : ((struct fake_stream*)s)->priority;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamGetFlags(void* s, unsigned* f) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    *f = ((uintptr_t)s <= 2) ? 0 : ((struct fake_stream*)s)->flags;
+    return CUDA_SUCCESS;
+}
 EXPORT CUresult cuStreamQuery(void* s) {
     REQUIRE_CTX(); CHECK_STREAM(s);
     return env_ll("FAKE_CUDA_NOT_READY", 0) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
@@ -425,7 +508,7 @@ EXPORT CUresult cuEventRecord(void* e, void* s) {
     UNLOCK();
     return CUDA_SUCCESS;
 }
-EXPORT CUresult cuEventSynchronize(void* e) { REQUIRE_CTX(); CHECK_EVENT(e); return CUDA_SUCCESS; }
+EXPORT CUresult cuEventSynchronize(void* e) { REQUIRE_CTX(); CHECK_EVENT(e); wait_host_funcs(); return CUDA_SUCCESS; }
 EXPORT CUresult cuEventQuery(void* e) {
     REQUIRE_CTX(); CHECK_EVENT(e);
     return env_ll("FAKE_CUDA_NOT_READY", 0) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
@@ -557,6 +640,22 @@ EXPORT CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, u
     struct fake_function* fn = as_function(f);
     if (!fn) return CUDA_ERROR_INVALID_HANDLE;
     if (extra != NULL) return CUDA_ERROR_INVALID_VALUE;
+    long long injected = env_ll("FAKE_CUDA_LAUNCH_ERROR", 0);
+    if (injected) return (CUresult)injected;
+    if (capturing(stream)) {
+        struct fake_stream* st = stream;
+        if (st->nnodes >= MAX_NODES) return CUDA_ERROR_INVALID_VALUE;
+        struct fake_node* nd = &st->nodes[st->nnodes++];
+        nd->fn = f; nd->grid[0] = gx; nd->grid[1] = gy; nd->grid[2] = gz;
+        nd->block[0] = bx; nd->block[1] = by; nd->block[2] = bz; nd->shared = shared;
+        int off = 0;
+        for (int i = 0; i < fn->nparams; ++i) {
+            memcpy(nd->params + off, params[i], (size_t)fn->sizes[i]);
+            off += fn->sizes[i];
+        }
+        nd->nbytes = off;
+        return CUDA_SUCCESS;
+    }
     if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
     if ((unsigned long long)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
     if (fn->nparams > 0 && params == NULL) return CUDA_ERROR_INVALID_VALUE;
@@ -589,6 +688,506 @@ EXPORT CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, u
     }
     return CUDA_SUCCESS;
 }
+
+/* ---------- memory pools ---------- */
+struct fake_pool { int device; uint64_t threshold, used, used_high, reserved, reserved_high; };
+static struct fake_pool pools[NDEV] = {{0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}};
+static void pool_account(int d, long long delta) {
+    struct fake_pool* p = &pools[d];
+    p->used = (uint64_t)((long long)p->used + delta);
+    if (p->used > p->reserved) p->reserved = p->used;
+    if (p->used > p->used_high) p->used_high = p->used;
+    if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
+}
+static void pools_sync(void) {
+    LOCK();
+    for (int i = 0; i < NDEV; ++i)
+        if (pools[i].reserved > pools[i].threshold)
+            pools[i].reserved = pools[i].used > pools[i].threshold ? pools[i].used : pools[i].threshold;
+    UNLOCK();
+}
+EXPORT CUresult cuDeviceGetDefaultMemPool(void** pool, CUdevice d) {
+    REQUIRE_INIT(); CHECK_DEV(d);
+    *pool = &pools[d];
+    return CUDA_SUCCESS;
+}
+static struct fake_pool* as_pool(void* p) {
+    for (int i = 0; i < NDEV; ++i) if (p == &pools[i]) return &pools[i];
+    return NULL;
+}
+EXPORT CUresult cuMemPoolSetAttribute(void* pool, int attr, void* value) {
+    REQUIRE_INIT();
+    struct fake_pool* p = as_pool(pool);
+    if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t v; memcpy(&v, value, 8);
+    LOCK();
+    CUresult r = CUDA_SUCCESS;
+    switch (attr) {
+        case 4: p->threshold = v; break;
+        case 6: if (v) r = CUDA_ERROR_INVALID_VALUE; else p->reserved_high = p->reserved; break;
+        case 8: if (v) r = CUDA_ERROR_INVALID_VALUE; else p->used_high = p->used; break;
+        default: r = CUDA_ERROR_INVALID_VALUE;
+    }
+    UNLOCK();
+    return r;
+}
+EXPORT CUresult cuMemPoolGetAttribute(void* pool, int attr, void* value) {
+    REQUIRE_INIT();
+    struct fake_pool* p = as_pool(pool);
+    if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t v = 0;
+    LOCK();
+    switch (attr) {
+        case 4: v = p->threshold; break;
+        case 5: v = p->reserved; break;
+        case 6: v = p->reserved_high; break;
+        case 7: v = p->used; break;
+        case 8: v = p->used_high; break;
+        default: UNLOCK(); return CUDA_ERROR_INVALID_VALUE;
+    }
+    UNLOCK();
+    memcpy(value, &v, 8);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemPoolTrimTo(void* pool, size_t keep) {
+    REQUIRE_INIT();
+    struct fake_pool* p = as_pool(pool);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    if (p->reserved > keep) p->reserved = p->used > keep ? p->used : keep;
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* ptr, size_t n, void* pool, void* s) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    struct fake_pool* p = as_pool(pool);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuMemAlloc_v2(ptr, n);
+    if (r != CUDA_SUCCESS) return r;
+    LOCK();
+    struct live* l = live_find(K_ALLOC, (void*)(uintptr_t)*ptr);
+    l->pooled = 1;
+    pool_account(p->device, (long long)n);
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+/* ---------- pinned host memory ---------- */
+EXPORT CUresult cuMemHostAlloc(void** pp, size_t n, unsigned int flags) {
+    REQUIRE_CTX();
+    if (!pp || n == 0 || (flags & ~7u)) return CUDA_ERROR_INVALID_VALUE;
+    if (env_ll("FAKE_CUDA_HOST_OOM", 0)) return CUDA_ERROR_OUT_OF_MEMORY;
+    void* m = calloc(1, n);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    LOCK();
+    live_add(K_HOST, m, n, NULL, current->device);
+    live_list->flags = flags;
+    fake_outstanding_host++;
+    fake_last_host_flags = flags;
+    UNLOCK();
+    *pp = m;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemFreeHost(void* p) {
+    REQUIRE_INIT();
+    LOCK();
+    if (!live_remove(K_HOST, p)) { fake_bad_frees++; UNLOCK(); return CUDA_ERROR_INVALID_VALUE; }
+    fake_outstanding_host--;
+    UNLOCK();
+    free(p);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned int flags) {
+    REQUIRE_CTX();
+    if (!p || n == 0 || (flags & ~15u)) return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    for (struct live* l = live_list; l; l = l->next) {
+        if (l->kind != K_HOSTREG) continue;
+        uintptr_t b = (uintptr_t)l->p, x = (uintptr_t)p;
+        if (x < b + l->size && b < x + n) { UNLOCK(); return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; }
+    }
+    live_add(K_HOSTREG, p, n, NULL, current->device);
+    live_list->flags = flags;
+    fake_outstanding_hostreg++;
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemHostUnregister(void* p) {
+    REQUIRE_INIT();
+    LOCK();
+    if (!live_remove(K_HOSTREG, p)) { fake_bad_frees++; UNLOCK(); return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; }
+    fake_outstanding_hostreg--;
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned int flags) {
+    REQUIRE_CTX();
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    struct live* l = live_find(K_HOST, p);
+    if (!l) l = live_find(K_HOSTREG, p);
+    int ok = l && (l->flags & 2);
+    UNLOCK();
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+/* ---------- more copies and memset ---------- */
+typedef struct {
+    size_t srcXInBytes, srcY; int srcMemoryType; const void* srcHost; CUdeviceptr srcDevice;
+    void* srcArray; size_t srcPitch;
+    size_t dstXInBytes, dstY; int dstMemoryType; void* dstHost; CUdeviceptr dstDevice;
+    void* dstArray; size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* c) {
+    REQUIRE_CTX();
+    if (!c || c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch) return CUDA_ERROR_INVALID_VALUE;
+    if ((c->srcMemoryType != 1 && c->srcMemoryType != 2) || (c->dstMemoryType != 1 && c->dstMemoryType != 2))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t span_s = (c->srcY + c->Height - 1) * c->srcPitch + c->srcXInBytes + c->WidthInBytes;
+    size_t span_d = (c->dstY + c->Height - 1) * c->dstPitch + c->dstXInBytes + c->WidthInBytes;
+    if (c->srcMemoryType == 2) CHECK_RANGE(c->srcDevice, span_s);
+    if (c->dstMemoryType == 2) CHECK_RANGE(c->dstDevice, span_d);
+    const char* src = c->srcMemoryType == 1 ? (const char*)c->srcHost : (const char*)(uintptr_t)c->srcDevice;
+    char* dst = c->dstMemoryType == 1 ? (char*)c->dstHost : (char*)(uintptr_t)c->dstDevice;
+    for (size_t y = 0; y < c->Height; ++y)
+        memmove(dst + (c->dstY + y) * c->dstPitch + c->dstXInBytes,
+                src + (c->srcY + y) * c->srcPitch + c->srcXInBytes, c->WidthInBytes);
+    LOCK(); fake_memcpy2d_calls++; UNLOCK();
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* c, void* s) {
+    CHECK_STREAM(s);
+    return cuMemcpy2D_v2(c);
+}
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, void* dctx, CUdeviceptr src, void* sctx, size_t n) {
+    REQUIRE_CTX();
+    if (!valid_ctx(dctx) || !valid_ctx(sctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    CHECK_RANGE(dst, n); CHECK_RANGE(src, n);
+    memmove((void*)(uintptr_t)dst, (void*)(uintptr_t)src, n);
+    LOCK(); fake_peer_copies++; UNLOCK();
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void* dctx, CUdeviceptr src, void* sctx,
+                                  size_t n, void* s) {
+    CHECK_STREAM(s);
+    return cuMemcpyPeer(dst, dctx, src, sctx, n);
+}
+EXPORT CUresult cuMemsetD16Async(CUdeviceptr p, unsigned short v, size_t n, void* s) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    if (p % 2 != 0) return CUDA_ERROR_INVALID_VALUE;
+    CHECK_RANGE(p, n * 2);
+    for (size_t i = 0; i < n; ++i) memcpy((char*)(uintptr_t)p + 2 * i, &v, 2);
+    return CUDA_SUCCESS;
+}
+
+/* ---------- host functions ---------- */
+struct host_call { void (*fn)(void*); void* data; };
+static void* host_thread(void* arg) {
+    struct host_call* c = arg;
+    usleep(1000);  /* run "later", like the driver's callback thread */
+    c->fn(c->data);
+    LOCK(); fake_host_funcs_run++; UNLOCK();
+    __atomic_sub_fetch(&fake_pending_host_funcs, 1, __ATOMIC_SEQ_CST);
+    free(c);
+    return NULL;
+}
+EXPORT CUresult cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    long long injected = env_ll("FAKE_CUDA_HOSTFUNC_ERROR", 0);
+    if (injected) return (CUresult)injected;
+    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    struct host_call* c = malloc(sizeof *c);
+    c->fn = fn; c->data = data;
+    __atomic_add_fetch(&fake_pending_host_funcs, 1, __ATOMIC_SEQ_CST);
+    pthread_t t;
+    if (pthread_create(&t, NULL, host_thread, c) != 0) {
+        __atomic_sub_fetch(&fake_pending_host_funcs, 1, __ATOMIC_SEQ_CST);
+        free(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_detach(t);
+    return CUDA_SUCCESS;
+}
+
+/* ---------- stream capture and graphs ---------- */
+struct fake_graph { int nnodes; struct fake_node nodes[MAX_NODES]; };
+EXPORT CUresult cuStreamBeginCapture_v2(void* s, int mode) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    if ((uintptr_t)s <= 2) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (mode < 0 || mode > 2) return CUDA_ERROR_INVALID_VALUE;
+    struct fake_stream* st = s;
+    if (st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    st->capturing = 1; st->nnodes = 0;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamIsCapturing(void* s, int* status) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    *status = capturing(s) ? 1 : 0;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamEndCapture(void* s, void** graph) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    if (!capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;
+    struct fake_stream* st = s;
+    struct fake_graph* g = calloc(1, sizeof *g);
+    g->nnodes = st->nnodes;
+    memcpy(g->nodes, st->nodes, sizeof g->nodes);
+    st->capturing = 0; st->nnodes = 0;
+    LOCK(); live_add(K_GRAPH, g, 0, NULL, current->device); fake_outstanding_graphs++; UNLOCK();
+    *graph = g;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphGetNodes(void* g, void** nodes, size_t* n) {
+    REQUIRE_INIT();
+    LOCK(); int ok = live_find(K_GRAPH, g) != NULL; UNLOCK();
+    if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_graph* gr = g;
+    if (nodes) for (int i = 0; i < gr->nnodes && (size_t)i < *n; ++i) nodes[i] = &gr->nodes[i];
+    *n = (size_t)gr->nnodes;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphInstantiateWithFlags(void** exec, void* g, unsigned long long flags) {
+    REQUIRE_CTX();
+    LOCK(); int ok = live_find(K_GRAPH, g) != NULL; UNLOCK();
+    if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~0xFULL) return CUDA_ERROR_INVALID_VALUE;
+    struct fake_graph* e = malloc(sizeof *e);
+    memcpy(e, g, sizeof *e);
+    LOCK(); live_add(K_EXEC, e, 0, NULL, current->device); fake_outstanding_execs++; UNLOCK();
+    *exec = e;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphLaunch(void* exec, void* s) {
+    REQUIRE_CTX(); CHECK_STREAM(s);
+    LOCK(); int ok = live_find(K_EXEC, exec) != NULL; UNLOCK();
+    if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+    if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    struct fake_graph* e = exec;
+    for (int i = 0; i < e->nnodes; ++i) {
+        struct fake_node* nd = &e->nodes[i];
+        struct fake_function* fn = as_function(nd->fn);
+        void* params[8];
+        int off = 0;
+        for (int k = 0; k < fn->nparams; ++k) { params[k] = nd->params + off; off += fn->sizes[k]; }
+        CUresult r = cuLaunchKernel(nd->fn, nd->grid[0], nd->grid[1], nd->grid[2], nd->block[0],
+                                    nd->block[1], nd->block[2], nd->shared, s, params, NULL);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphDestroy(void* g) {
+    REQUIRE_INIT();
+    LOCK();
+    if (!live_remove(K_GRAPH, g)) { fake_bad_frees++; UNLOCK(); return CUDA_ERROR_INVALID_HANDLE; }
+    fake_outstanding_graphs--;
+    UNLOCK();
+    free(g);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphExecDestroy(void* e) {
+    REQUIRE_INIT();
+    LOCK();
+    if (!live_remove(K_EXEC, e)) { fake_bad_frees++; UNLOCK(); return CUDA_ERROR_INVALID_HANDLE; }
+    fake_outstanding_execs--;
+    UNLOCK();
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+/* ---------- peer access ---------- */
+static int peer_enabled[NDEV][NDEV];
+EXPORT CUresult cuDeviceCanAccessPeer(int* v, CUdevice d, CUdevice p) {
+    REQUIRE_INIT(); CHECK_DEV(d); CHECK_DEV(p);
+    *v = d != p;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuCtxEnablePeerAccess(void* peer, unsigned int flags) {
+    REQUIRE_CTX();
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    LOCK(); int ok = valid_ctx(peer); UNLOCK();
+    if (!ok) return CUDA_ERROR_INVALID_CONTEXT;
+    int d = current->device, p = ((struct fake_ctx*)peer)->device;
+    if (d == p) return CUDA_ERROR_INVALID_DEVICE;
+    if (peer_enabled[d][p]) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    peer_enabled[d][p] = 1;
+    return CUDA_SUCCESS;
+}
+
+/* ---------- occupancy ---------- */
+static int max_active(int bs, size_t smem) {
+    if (bs <= 0 || bs > 1024) return -1;
+    int n = 2048 / bs;
+    if (n > 32) n = 32;
+    if (smem > 0) { int m = (int)((228 * 1024) / smem); if (m < n) n = m; }
+    return n;
+}
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, void* f, int bs, size_t smem) {
+    REQUIRE_CTX();
+    if (!as_function(f)) return CUDA_ERROR_INVALID_HANDLE;
+    int v = max_active(bs, smem);
+    if (v < 0) return CUDA_ERROR_INVALID_VALUE;
+    *n = v;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int* grid, int* block, void* f, void* cb,
+                                                 size_t smem, int limit) {
+    REQUIRE_CTX();
+    if (!as_function(f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (cb != NULL) return CUDA_ERROR_INVALID_VALUE;
+    int bs = (limit > 0 && limit < 1024) ? limit : 1024;
+    *block = bs;
+    *grid = dev_sms[current->device] * max_active(bs, smem);
+    return CUDA_SUCCESS;
+}
+
+#ifndef FAKE_OLD_DRIVER
+/* ---------- cuLaunchKernelEx ---------- */
+typedef struct { int id; char pad[4]; union { char raw[64]; struct { unsigned x, y, z; } cluster; int i; } v; } fake_attr;
+typedef struct {
+    unsigned gx, gy, gz, bx, by, bz, shared; void* stream; fake_attr* attrs; unsigned nattrs;
+} fake_launch_config;
+EXPORT CUresult cuLaunchKernelEx(const fake_launch_config* c, void* f, void** params, void** extra) {
+    REQUIRE_CTX();
+    if (!c || (c->nattrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    fake_last_num_attrs = (int)c->nattrs;
+    fake_last_cluster[0] = fake_last_cluster[1] = fake_last_cluster[2] = 0;
+    fake_last_cooperative = 0; fake_last_priority = 0;
+    UNLOCK();
+    for (unsigned i = 0; i < c->nattrs; ++i) {
+        const fake_attr* a = &c->attrs[i];
+        switch (a->id) {
+            case 2: fake_last_cooperative = a->v.i; break;
+            case 4:
+                if (dev_cc[current->device][0] < 9) return CUDA_ERROR_NOT_SUPPORTED;
+                fake_last_cluster[0] = a->v.cluster.x; fake_last_cluster[1] = a->v.cluster.y;
+                fake_last_cluster[2] = a->v.cluster.z;
+                if (c->gx % a->v.cluster.x) return CUDA_ERROR_INVALID_VALUE;
+                break;
+            case 8: fake_last_priority = a->v.i; break;
+            default: return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->shared, c->stream,
+                          params, extra);
+}
+
+/* ---------- green contexts ---------- */
+typedef struct { int type; unsigned char pad[92]; unsigned smCount, minPart, align, flags;
+                 unsigned char rest[24]; void* next; } fake_res;
+typedef char fake_res_is_144_bytes[sizeof(fake_res) == 144 ? 1 : -1];
+struct fake_desc { unsigned sms; };
+EXPORT CUresult cuDeviceGetDevResource(CUdevice d, fake_res* r, int type) {
+    REQUIRE_INIT(); CHECK_DEV(d);
+    if (type != 1 || !r) return CUDA_ERROR_INVALID_VALUE;
+    memset(r, 0, sizeof *r);
+    r->type = 1; r->smCount = (unsigned)dev_sms[d]; r->minPart = 8; r->align = 8;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDevSmResourceSplitByCount(fake_res* result, unsigned* nb, const fake_res* in,
+                                            fake_res* remaining, unsigned flags, unsigned minCount) {
+    REQUIRE_INIT();
+    if (!nb || !in || in->type != 1 || flags != 0 || minCount == 0) return CUDA_ERROR_INVALID_VALUE;
+    unsigned count = (minCount + 7) / 8 * 8;
+    unsigned groups = in->smCount / count;
+    if (groups > *nb) groups = *nb;
+    if (groups == 0) return CUDA_ERROR_INVALID_VALUE;  /* CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION */
+    if (result)
+        for (unsigned i = 0; i < groups; ++i) {
+            memset(&result[i], 0, sizeof result[i]);
+            result[i].type = 1; result[i].smCount = count; result[i].minPart = 8; result[i].align = 8;
+        }
+    if (remaining) {
+        memset(remaining, 0, sizeof *remaining);
+        remaining->type = 1; remaining->smCount = in->smCount - groups * count;
+        remaining->minPart = 8; remaining->align = 8;
+    }
+    *nb = groups;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDevResourceGenerateDesc(struct fake_desc** desc, fake_res* res, unsigned n) {
+    REQUIRE_INIT();
+    if (!desc || !res || n == 0) return CUDA_ERROR_INVALID_VALUE;
+    static struct fake_desc descs[256];
+    static int ndesc = 0;
+    LOCK();
+    struct fake_desc* d = &descs[ndesc++ % 256];
+    d->sms = 0;
+    for (unsigned i = 0; i < n; ++i) { if (res[i].type != 1) { UNLOCK(); return CUDA_ERROR_INVALID_VALUE; } d->sms += res[i].smCount; }
+    UNLOCK();
+    *desc = d;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGreenCtxCreate(struct fake_green** g, struct fake_desc* desc, CUdevice d, unsigned flags) {
+    REQUIRE_INIT(); CHECK_DEV(d);
+    if (!g || !desc || !(flags & 1)) return CUDA_ERROR_INVALID_VALUE;
+    struct fake_green* gr = calloc(1, sizeof *gr);
+    gr->ctx.device = d; gr->ctx.refcount = 1; gr->sms = desc->sms;
+    LOCK(); live_add(K_GREEN, gr, 0, NULL, d); fake_outstanding_green++; UNLOCK();
+    *g = gr;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGreenCtxDestroy(struct fake_green* g) {
+    REQUIRE_INIT();
+    LOCK();
+    if (!live_remove(K_GREEN, g)) { fake_bad_frees++; UNLOCK(); return CUDA_ERROR_INVALID_HANDLE; }
+    fake_outstanding_green--;
+    UNLOCK();
+    if (current == &g->ctx) current = NULL;
+    free(g);
+    return CUDA_SUCCESS;
+}
+#define CHECK_GREEN(g) do { LOCK(); int _ok = live_find(K_GREEN, (g)) != NULL; UNLOCK(); \
+    if (!_ok) return CUDA_ERROR_INVALID_HANDLE; } while (0)
+EXPORT CUresult cuGreenCtxGetDevResource(struct fake_green* g, fake_res* r, int type) {
+    REQUIRE_INIT(); CHECK_GREEN(g);
+    if (type != 1) return CUDA_ERROR_INVALID_VALUE;
+    memset(r, 0, sizeof *r);
+    r->type = 1; r->smCount = g->sms; r->minPart = 8; r->align = 8;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuCtxFromGreenCtx(void** ctx, struct fake_green* g) {
+    REQUIRE_INIT(); CHECK_GREEN(g);
+    *ctx = &g->ctx;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGreenCtxStreamCreate(void** s, struct fake_green* g, unsigned flags, int prio) {
+    REQUIRE_INIT(); CHECK_GREEN(g);
+    if (flags != 1) return CUDA_ERROR_INVALID_VALUE;
+    struct fake_ctx* saved = current;
+    current = &g->ctx;
+    CUresult r = cuStreamCreateWithPriority(s, flags, prio);
+    current = saved;
+    return r;
+}
+
+/* ---------- tensor maps ---------- */
+EXPORT CUresult cuTensorMapEncodeTiled(void* map, int dtype, unsigned rank, void* addr,
+                                       const uint64_t* dims, const uint64_t* strides,
+                                       const unsigned* box, const unsigned* estr, int interleave,
+                                       int swizzle, int l2, int oob) {
+    if (!map || dtype < 0 || dtype > 12 || rank < 1 || rank > 5) return CUDA_ERROR_INVALID_VALUE;
+    if (((uintptr_t)addr) % 16 != 0 || interleave < 0 || interleave > 2 || swizzle < 0 ||
+        swizzle > 3 || l2 < 0 || l2 > 3 || oob < 0 || oob > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < rank; ++i) {
+        if (dims[i] == 0 || dims[i] > (1ULL << 32)) return CUDA_ERROR_INVALID_VALUE;
+        if (box[i] == 0 || box[i] > 256 || estr[i] == 0 || estr[i] > 8) return CUDA_ERROR_INVALID_VALUE;
+        if (i + 1 < rank && (strides[i] % 16 != 0)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    uint64_t words[16] = {0};
+    words[0] = (uint64_t)(uintptr_t)addr;
+    words[1] = ((uint64_t)rank << 32) | (uint32_t)dtype;
+    for (unsigned i = 0; i < rank; ++i) words[2 + i] = dims[i];
+    for (unsigned i = 0; i < rank; ++i) words[7 + i] = box[i];
+    words[15] = 0x46414b45544d4150ULL; /* "FAKETMAP" */
+    memcpy(map, words, 128);
+    return CUDA_SUCCESS;
+}
+#endif /* FAKE_OLD_DRIVER */
 
 /* ---------- cuGetProcAddress_v2 ---------- */
 #ifndef FAKE_NO_GET_PROC_ADDRESS
@@ -623,6 +1222,35 @@ static const struct sym syms[] = {
     S("cuModuleGetFunction", cuModuleGetFunction), S("cuModuleGetGlobal", cuModuleGetGlobal_v2),
     S("cuFuncGetAttribute", cuFuncGetAttribute), S("cuFuncSetAttribute", cuFuncSetAttribute),
     S("cuLaunchKernel", cuLaunchKernel),
+    S("cuOccupancyMaxActiveBlocksPerMultiprocessor", cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    S("cuOccupancyMaxPotentialBlockSize", cuOccupancyMaxPotentialBlockSize),
+    S("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool),
+    S("cuMemPoolSetAttribute", cuMemPoolSetAttribute), S("cuMemPoolGetAttribute", cuMemPoolGetAttribute),
+    S("cuMemPoolTrimTo", cuMemPoolTrimTo), S("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync),
+    S("cuMemHostAlloc", cuMemHostAlloc), S("cuMemFreeHost", cuMemFreeHost),
+    S("cuMemHostRegister", cuMemHostRegister_v2), S("cuMemHostUnregister", cuMemHostUnregister),
+    S("cuMemHostGetDevicePointer", cuMemHostGetDevicePointer_v2),
+    S("cuMemcpy2D", cuMemcpy2D_v2), S("cuMemcpy2DAsync", cuMemcpy2DAsync_v2),
+    S("cuMemcpyPeer", cuMemcpyPeer), S("cuMemcpyPeerAsync", cuMemcpyPeerAsync),
+    S("cuMemsetD16Async", cuMemsetD16Async),
+    S("cuStreamGetPriority", cuStreamGetPriority), S("cuStreamGetFlags", cuStreamGetFlags),
+    S("cuLaunchHostFunc", cuLaunchHostFunc),
+    S("cuStreamBeginCapture", cuStreamBeginCapture_v2), S("cuStreamEndCapture", cuStreamEndCapture),
+    S("cuStreamIsCapturing", cuStreamIsCapturing),
+    S("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags), S("cuGraphLaunch", cuGraphLaunch),
+    S("cuGraphDestroy", cuGraphDestroy), S("cuGraphExecDestroy", cuGraphExecDestroy),
+    S("cuGraphGetNodes", cuGraphGetNodes),
+    S("cuDeviceCanAccessPeer", cuDeviceCanAccessPeer), S("cuCtxEnablePeerAccess", cuCtxEnablePeerAccess),
+#ifndef FAKE_OLD_DRIVER
+    S("cuLaunchKernelEx", cuLaunchKernelEx),
+    S("cuDeviceGetDevResource", cuDeviceGetDevResource),
+    S("cuDevSmResourceSplitByCount", cuDevSmResourceSplitByCount),
+    S("cuDevResourceGenerateDesc", cuDevResourceGenerateDesc),
+    S("cuGreenCtxCreate", cuGreenCtxCreate), S("cuGreenCtxDestroy", cuGreenCtxDestroy),
+    S("cuGreenCtxGetDevResource", cuGreenCtxGetDevResource), S("cuCtxFromGreenCtx", cuCtxFromGreenCtx),
+    S("cuGreenCtxStreamCreate", cuGreenCtxStreamCreate),
+    S("cuTensorMapEncodeTiled", cuTensorMapEncodeTiled),
+#endif
 #undef S
 };
 
