@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pygpukit_kernels._build import (
     ABI_VERSION,
+    DTYPE_CODES,
+    MAX_DIMS,
     BuildInfo,
+    DType,
     build_info,
     covers,
     fatbin_path,
@@ -22,7 +25,10 @@ __version__ = "0.3.0.dev0"
 
 __all__ = [
     "ABI_VERSION",
+    "DTYPE_CODES",
+    "MAX_DIMS",
     "BuildInfo",
+    "DType",
     "__version__",
     "build_info",
     "covers",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import enum
 import functools
 import json
 import sys
@@ -11,7 +12,45 @@ from pathlib import Path
 from typing import Literal
 
 #: The C ABI version this Python package was written against (``PGK_ABI_VERSION``).
-ABI_VERSION = 1
+ABI_VERSION = 2
+
+#: Most dimensions a strided view may have in ``pgk_copy`` / ``pgk_fill`` (``PGK_MAX_DIMS``).
+MAX_DIMS = 16
+
+
+class DType(enum.IntEnum):
+    """The dtype codes of the C ABI (``PGK_BOOL`` ...), fixed forever."""
+
+    BOOL = 0
+    INT8 = 1
+    UINT8 = 2
+    INT16 = 3
+    INT32 = 4
+    INT64 = 5
+    FLOAT16 = 6
+    BFLOAT16 = 7
+    FLOAT32 = 8
+    FLOAT64 = 9
+
+
+#: NumPy dtype name (``ml_dtypes`` name for bfloat16) -> C ABI dtype code.
+DTYPE_CODES: dict[str, int] = {d.name.lower(): int(d) for d in DType}
+
+_I64P = ctypes.POINTER(ctypes.c_int64)
+_VP, _INT, _I64, _DBL = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
+
+# argtypes of every launcher; each returns an int (a cudaError_t code).
+_LAUNCHERS: dict[str, list[type]] = {
+    "pgk_add_f32": [_VP, _VP, _VP, _I64, _VP],
+    # src, src_dtype, src_strides, dst, dst_dtype, dst_strides, ndim, shape, stream
+    "pgk_copy": [_VP, _INT, _I64P, _VP, _INT, _I64P, _INT, _I64P, _VP],
+    # dst, dtype, strides, ndim, shape, dval, ival, stream
+    "pgk_fill": [_VP, _INT, _I64P, _INT, _I64P, _DBL, _I64, _VP],
+    # dst, dtype, n, dstart, dstep, istart, istep, stream
+    "pgk_arange": [_VP, _INT, _I64, _DBL, _DBL, _I64, _I64, _VP],
+    # dst, dtype, n, start, stop, endpoint, stream
+    "pgk_linspace": [_VP, _INT, _I64, _DBL, _DBL, _INT, _VP],
+}
 
 _PKG_DIR = Path(__file__).resolve().parent
 
@@ -72,6 +111,9 @@ def load() -> ctypes.CDLL:
     """Load the kernels library (once per process) and check its ABI version.
 
     Loading needs no GPU: cudart, linked statically, opens the driver only at first use.
+    Every launcher comes with its ``argtypes`` / ``restype`` set (pointers and streams as
+    ``c_void_p``, so ints work; shapes and strides as ``POINTER(c_int64)``, so a
+    ``(c_int64 * ndim)`` array or ``None`` works).
 
     Raises
     ------
@@ -92,6 +134,10 @@ def load() -> ctypes.CDLL:
     for fn in (lib.pgk_error_name, lib.pgk_error_string):
         fn.restype = ctypes.c_char_p
         fn.argtypes = [ctypes.c_int]
+    for name, argtypes in _LAUNCHERS.items():
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_int
+        fn.argtypes = argtypes
     return lib
 
 

@@ -1,0 +1,111 @@
+"""Argument validation of the ABI-2 launchers: bad arguments return cudaErrorInvalidValue (1)
+and empty index spaces return 0, all without touching a device (so this runs without a GPU)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import pytest
+
+import pygpukit_kernels as pk
+
+INVALID = 1
+FAKE = 0x1000  # a non-null "device pointer": never dereferenced on the paths tested here
+
+
+def i64(*values: int) -> Any:
+    return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+
+@pytest.fixture(scope="module")
+def lib() -> ctypes.CDLL:
+    return pk.load()
+
+
+def test_launchers_have_their_signatures_set(lib: ctypes.CDLL) -> None:
+    assert lib.pgk_copy.restype is ctypes.c_int
+    assert len(lib.pgk_copy.argtypes) == 9
+    assert len(lib.pgk_fill.argtypes) == 8
+    assert len(lib.pgk_arange.argtypes) == 8
+    assert len(lib.pgk_linspace.argtypes) == 7
+
+
+def copy(lib: ctypes.CDLL, *, src: int | None = FAKE, sdt: int = 8, dst: int | None = FAKE,
+         ddt: int = 8, shape: tuple[int, ...] = (4,), sst: Any = "c", dstr: Any = "c") -> int:
+    nd = len(shape)
+    ss = i64(*[4] * nd) if sst == "c" else sst
+    ds = i64(*[4] * nd) if dstr == "c" else dstr
+    return int(lib.pgk_copy(src, sdt, ss, dst, ddt, ds, nd, i64(*shape), None))
+
+
+@pytest.mark.parametrize("code", [-1, 10, 99])
+def test_copy_rejects_unknown_dtypes(lib: ctypes.CDLL, code: int) -> None:
+    assert copy(lib, sdt=code) == INVALID
+    assert copy(lib, ddt=code) == INVALID
+    assert copy(lib, sdt=code, shape=(0,)) == INVALID  # checked even with no work
+
+
+def test_copy_rejects_bad_ndim(lib: ctypes.CDLL) -> None:
+    strides = i64(*[4] * 17)
+    shape = i64(*[1] * 17)
+    assert lib.pgk_copy(FAKE, 8, strides, FAKE, 8, strides, 17, shape, None) == INVALID
+    assert lib.pgk_copy(FAKE, 8, strides, FAKE, 8, strides, -1, shape, None) == INVALID
+    assert lib.pgk_fill(FAKE, 8, strides, 17, shape, 0.0, 0, None) == INVALID
+
+
+def test_copy_rejects_negative_dims(lib: ctypes.CDLL) -> None:
+    assert copy(lib, shape=(3, -1)) == INVALID
+    assert copy(lib, shape=(0, -1)) == INVALID  # negative is wrong even next to a 0
+
+
+def test_copy_rejects_null_pointers_when_there_is_work(lib: ctypes.CDLL) -> None:
+    assert copy(lib, src=None) == INVALID
+    assert copy(lib, dst=None) == INVALID
+    assert copy(lib, src=None, shape=()) == INVALID  # ndim 0 is one element
+    assert lib.pgk_copy(FAKE, 8, None, FAKE, 8, i64(4), 1, i64(4), None) == INVALID
+    assert lib.pgk_copy(FAKE, 8, i64(4), FAKE, 8, None, 1, i64(4), None) == INVALID
+    assert lib.pgk_copy(FAKE, 8, i64(4), FAKE, 8, i64(4), 1, None, None) == INVALID
+
+
+def test_misaligned_pointers_and_strides_are_rejected(lib: ctypes.CDLL) -> None:
+    assert copy(lib, src=FAKE + 2) == INVALID  # float32 at an address not a multiple of 4
+    assert copy(lib, dst=FAKE + 1) == INVALID
+    assert copy(lib, shape=(4, 2), sst=i64(6, 4)) == INVALID  # stride not a multiple of 4
+    assert copy(lib, shape=(4, 2), dstr=i64(8, 2)) == INVALID
+    assert lib.pgk_fill(FAKE + 4, 9, i64(8), 1, i64(4), 0.0, 0, None) == INVALID
+    assert lib.pgk_fill(FAKE, 9, i64(12), 1, i64(4), 0.0, 0, None) == INVALID
+    assert lib.pgk_arange(FAKE + 2, 8, 4, 0.0, 1.0, 0, 1, None) == INVALID
+    assert lib.pgk_linspace(FAKE + 1, 6, 4, 0.0, 1.0, 1, None) == INVALID
+
+
+def test_copy_rejects_overflowing_element_counts(lib: ctypes.CDLL) -> None:
+    assert copy(lib, shape=(2**40, 2**40)) == INVALID
+
+
+def test_copy_of_nothing_launches_nothing(lib: ctypes.CDLL) -> None:
+    assert copy(lib, shape=(0,)) == 0
+    assert copy(lib, shape=(5, 0, 3)) == 0
+    assert copy(lib, src=None, dst=None, shape=(0, 7)) == 0  # no work: null pointers are fine
+    assert copy(lib, shape=(2**40, 2**40, 0)) == 0
+
+
+def test_fill_validation(lib: ctypes.CDLL) -> None:
+    assert lib.pgk_fill(FAKE, 10, i64(4), 1, i64(4), 0.0, 0, None) == INVALID
+    assert lib.pgk_fill(FAKE, 8, i64(4), 1, i64(-4), 0.0, 0, None) == INVALID
+    assert lib.pgk_fill(None, 8, i64(4), 1, i64(4), 0.0, 0, None) == INVALID
+    assert lib.pgk_fill(None, 8, None, 0, None, 0.0, 0, None) == INVALID  # ndim 0: one element
+    assert lib.pgk_fill(FAKE, 8, None, 1, i64(4), 0.0, 0, None) == INVALID
+    assert lib.pgk_fill(None, 8, i64(4, 4), 2, i64(3, 0), 1.0, 1, None) == 0
+
+
+@pytest.mark.parametrize("name", ["pgk_arange", "pgk_linspace"])
+def test_range_validation(lib: ctypes.CDLL, name: str) -> None:
+    fn = getattr(lib, name)
+    extra = (0.0, 1.0, 0, 1) if name == "pgk_arange" else (0.0, 1.0, 1)
+    assert fn(FAKE, 10, 4, *extra, None) == INVALID
+    assert fn(FAKE, -1, 4, *extra, None) == INVALID
+    assert fn(FAKE, 8, -1, *extra, None) == INVALID
+    assert fn(None, 8, 4, *extra, None) == INVALID
+    assert fn(None, 8, 0, *extra, None) == 0
+    assert fn(FAKE, 9, 0, *extra, None) == 0
