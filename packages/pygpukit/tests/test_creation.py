@@ -70,7 +70,7 @@ def test_arange_errors(backend: str) -> None:
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int32])
 def test_linspace(backend: str, num: int, endpoint: bool, dtype: Any) -> None:
     got = gp.linspace(-2.5, 7.0, num, endpoint=endpoint, dtype=dtype)
-    expected = np.linspace(-2.5, 7.0, num, endpoint=endpoint).astype(dtype)
+    expected = np.linspace(-2.5, 7.0, num, endpoint=endpoint, dtype=dtype)
     np.testing.assert_array_equal(got.to_numpy(), expected)
 
 

@@ -50,6 +50,7 @@ def test_cuda_array_interface_absent_on_cpu(backend: str) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.interop
 def test_torch_zero_copy_both_ways() -> None:
     torch = pytest.importorskip("torch", reason="torch is needed for the interop check")
     if not gp.is_cuda_available():
@@ -72,6 +73,7 @@ def test_torch_zero_copy_both_ways() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.interop
 def test_cupy_zero_copy_both_ways() -> None:
     cp = pytest.importorskip("cupy", reason="cupy is needed for the interop check")
     if not gp.is_cuda_available():

@@ -138,7 +138,9 @@ class CpuRuntime:
 
     def linspace(self, dst: GPUArray, start: float, stop: float, endpoint: bool,
                  stream: Stream) -> None:
-        host_view(dst)[...] = np.linspace(start, stop, dst.size, endpoint=endpoint)
+        # NumPy's linspace with an integer dtype floors (not truncates), as the kernel does.
+        host_view(dst)[...] = np.linspace(start, stop, dst.size, endpoint=endpoint,
+                                          dtype=dst.dtype)
 
     def add_f32(self, a: GPUArray, b: GPUArray, out: GPUArray, stream: Stream) -> None:
         np.add(host_view(a), host_view(b), out=host_view(out))

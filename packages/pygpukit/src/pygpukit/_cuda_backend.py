@@ -229,7 +229,10 @@ class CudaBackend:
 
     def describe(self) -> str:
         """Describe device 0."""
-        return f"cuda ({self.runtime(0).describe()}; {self._count} device(s))"
+        rt = self.runtime(0)
+        major, minor = rt.compute_capability
+        return (f"cuda (device 0: {rt.name}, sm_{major}{minor}; "
+                f"{self._count} device{'s' if self._count > 1 else ''})")
 
     def device_count(self) -> int:
         return self._count
