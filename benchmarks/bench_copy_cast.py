@@ -15,29 +15,19 @@ import datetime as dt
 import json
 import math
 import os
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+from _timing import median_event_ms, torch_event
 
 import pygpukit_kernels as pk
 
 
 def time_ms(fn: Callable[[], object], repeat: int) -> float:
     """Median milliseconds of ``fn`` between CUDA events on torch's current stream."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
+    return median_event_ms(fn, repeat, torch_event)
 
 
 def i64(values: list[int]) -> Any:

@@ -12,13 +12,13 @@ import argparse
 import datetime as dt
 import json
 import os
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from _timing import median_event_ms, torch_event
 
 import pygpukit as gp
 import pygpukit_driver as drv
@@ -26,32 +26,12 @@ import pygpukit_driver as drv
 
 def time_ours(fn: Callable[[], object], repeat: int) -> float:
     """Median milliseconds of ``fn`` measured with pygpukit events on the current stream."""
-    start, end = gp.Event(), gp.Event()
-    for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
+    return median_event_ms(fn, repeat, gp.Event)
 
 
 def time_torch(fn: Callable[[], object], repeat: int) -> float:
     """Median milliseconds of ``fn`` measured with torch CUDA events."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
+    return median_event_ms(fn, repeat, torch_event)
 
 
 def main() -> None:
