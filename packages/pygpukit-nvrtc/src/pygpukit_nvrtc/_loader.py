@@ -12,6 +12,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pygpukit_nvrtc._errors import NvrtcError, NvrtcUnavailableError
 
@@ -76,6 +77,26 @@ def _load_pathfinder() -> _Loaded:
 
 
 def _configure(lib: ctypes.CDLL) -> None:
+    p, c_int, size_t = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+    char_pp = ctypes.POINTER(ctypes.c_char_p)
+    signatures: dict[str, list[Any]] = {
+        "nvrtcCreateProgram": [ctypes.POINTER(p), ctypes.c_char_p, ctypes.c_char_p, c_int,
+                               char_pp, char_pp],
+        "nvrtcDestroyProgram": [ctypes.POINTER(p)],
+        "nvrtcAddNameExpression": [p, ctypes.c_char_p],
+        "nvrtcCompileProgram": [p, c_int, char_pp],
+        "nvrtcGetProgramLogSize": [p, ctypes.POINTER(size_t)],
+        "nvrtcGetProgramLog": [p, ctypes.c_char_p],
+        "nvrtcGetCUBINSize": [p, ctypes.POINTER(size_t)],
+        "nvrtcGetCUBIN": [p, ctypes.c_char_p],
+        "nvrtcGetPTXSize": [p, ctypes.POINTER(size_t)],
+        "nvrtcGetPTX": [p, ctypes.c_char_p],
+        "nvrtcGetLoweredName": [p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)],
+    }
+    for name, argtypes in signatures.items():
+        fn = getattr(lib, name)
+        fn.restype = c_int
+        fn.argtypes = argtypes
     lib.nvrtcVersion.restype = ctypes.c_int
     lib.nvrtcVersion.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
     lib.nvrtcGetErrorString.restype = ctypes.c_char_p
@@ -103,6 +124,11 @@ def _get() -> _Loaded:
         if _loaded is None:
             raise NvrtcUnavailableError(_failure)
         return _loaded
+
+
+def library() -> ctypes.CDLL:
+    """The loaded NVRTC library (ctypes signatures set); raises NvrtcUnavailableError."""
+    return _get().lib
 
 
 def _check(api: str, code: int) -> None:
