@@ -25,11 +25,11 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; callers refuse a library with another value. */
-#define PGK_ABI_VERSION 2
+#define PGK_ABI_VERSION 3
 
 PGK_API int pgk_abi_version(void);
 
-/* JSON object: {"abi": 2, "cuda_archs": "80-real,...,120", "nvcc": "13.0.88"} (static storage). */
+/* JSON object: {"abi": 3, "cuda_archs": "80-real,...,120", "nvcc": "13.0.88"} (static storage). */
 PGK_API const char* pgk_build_info(void);
 
 /* CUDA error name and description for a status returned by a launcher (static storage). */
@@ -111,6 +111,92 @@ PGK_API int pgk_arange(void* dst, int dtype, int64_t n, double dstart, double ds
  * does), then every dtype converts as pgk_copy converts a float64. */
 PGK_API int pgk_linspace(void* dst, int dtype, int64_t n, double start, double stop,
                          int endpoint, void* stream);
+
+/* ---- elementwise math (ABI 3) ----
+ *
+ * Operands are strided N-d views over one index space `shape` (strides in bytes, 0 = broadcast,
+ * negative allowed, multiples of the element size), of any dtypes.  Each element is loaded and
+ * converted (as pgk_copy converts) to the compute type `compute_dtype`, one of PGK_FLOAT32
+ * (for float16/bfloat16/float32 loops), PGK_FLOAT64 or PGK_INT64 (integer and bool loops; the
+ * result wraps when stored into a narrower integer), the op is applied in that type and the
+ * result converted to `out_dtype`.  The caller resolves NumPy's type promotion (the loop dtype)
+ * and converts weak scalars; an out array of another dtype than the loop's should be computed
+ * into a temporary and cast (the kernel rounds once, from the compute type).  `out` may alias
+ * an input exactly (same pointer and strides); other overlaps are the caller's to stage.
+ * Contiguous operands of one floating dtype with add/subtract/multiply/divide/maximum/minimum
+ * run a vectorized kernel; anything else the generic N-d kernel (dims coalesced as pgk_copy).
+ * Results follow NumPy's definitions: maximum/minimum propagate NaN, floor_divide and
+ * remainder are Python's (sign of the divisor), integer division by zero gives 0, integer
+ * power with a negative exponent gives 0 (1 / -1 for a base of 1 / -1: NumPy raises), rint
+ * rounds half to even.  Comparison and logical ops give 0/1 (store to bool). */
+enum {
+  PGK_OP_ADD = 0, PGK_OP_SUBTRACT = 1, PGK_OP_MULTIPLY = 2, PGK_OP_DIVIDE = 3,
+  PGK_OP_MAXIMUM = 4, PGK_OP_MINIMUM = 5, PGK_OP_POWER = 6, PGK_OP_FLOOR_DIVIDE = 7,
+  PGK_OP_REMAINDER = 8, PGK_OP_EQUAL = 9, PGK_OP_NOT_EQUAL = 10, PGK_OP_LESS = 11,
+  PGK_OP_LESS_EQUAL = 12, PGK_OP_GREATER = 13, PGK_OP_GREATER_EQUAL = 14,
+  PGK_OP_LOGICAL_AND = 15, PGK_OP_LOGICAL_OR = 16, PGK_OP_LOGICAL_XOR = 17,
+  PGK_OP_BITWISE_AND = 18, PGK_OP_BITWISE_OR = 19, PGK_OP_BITWISE_XOR = 20,
+  PGK_NUM_BINARY_OPS = 21
+};
+enum {
+  PGK_UOP_NEGATIVE = 0, PGK_UOP_ABSOLUTE = 1, PGK_UOP_EXP = 2, PGK_UOP_LOG = 3,
+  PGK_UOP_LOG1P = 4, PGK_UOP_EXPM1 = 5, PGK_UOP_SQRT = 6, PGK_UOP_RSQRT = 7, PGK_UOP_SIN = 8,
+  PGK_UOP_COS = 9, PGK_UOP_TANH = 10, PGK_UOP_SIGMOID = 11, PGK_UOP_RELU = 12,
+  PGK_UOP_GELU_TANH = 13, PGK_UOP_GELU_ERF = 14, PGK_UOP_SILU = 15, PGK_UOP_FLOOR = 16,
+  PGK_UOP_CEIL = 17, PGK_UOP_RINT = 18, PGK_UOP_SIGN = 19, PGK_UOP_ISNAN = 20,
+  PGK_UOP_ISINF = 21, PGK_UOP_LOGICAL_NOT = 22, PGK_UOP_INVERT = 23, PGK_UOP_SQUARE = 24,
+  PGK_UOP_RECIPROCAL = 25, PGK_NUM_UNARY_OPS = 26
+};
+
+/* out = a (op) b.  Exactly one of a / b may be NULL: that operand is a scalar already converted
+ * to the loop dtype, passed as `scalar_f` (float compute types) or `scalar_i` (PGK_INT64); its
+ * dtype code and strides are then ignored (strides may be NULL).  Bitwise ops need PGK_INT64. */
+PGK_API int pgk_binary(int op, const void* a, int a_dtype, const int64_t* a_strides,
+                       const void* b, int b_dtype, const int64_t* b_strides,
+                       void* out, int out_dtype, const int64_t* out_strides,
+                       int ndim, const int64_t* shape, int compute_dtype,
+                       double scalar_f, int64_t scalar_i, void* stream);
+
+/* out = op(x).  PGK_UOP_INVERT needs PGK_INT64. */
+PGK_API int pgk_unary(int op, const void* x, int x_dtype, const int64_t* x_strides,
+                      void* out, int out_dtype, const int64_t* out_strides, int ndim,
+                      const int64_t* shape, int compute_dtype, void* stream);
+
+/* out = cond ? a : b (cond: any dtype, its truthiness).  a or b may be NULL: a scalar
+ * (a_f/a_i, b_f/b_i as for pgk_binary). */
+PGK_API int pgk_where(const void* cond, int cond_dtype, const int64_t* cond_strides,
+                      const void* a, int a_dtype, const int64_t* a_strides,
+                      const void* b, int b_dtype, const int64_t* b_strides,
+                      void* out, int out_dtype, const int64_t* out_strides, int ndim,
+                      const int64_t* shape, int compute_dtype, double a_f, int64_t a_i,
+                      double b_f, int64_t b_i, void* stream);
+
+/* ---- reductions (ABI 3) ---- */
+enum {
+  PGK_RED_SUM = 0, PGK_RED_PROD = 1, PGK_RED_MAX = 2, PGK_RED_MIN = 3, PGK_RED_ARGMAX = 4,
+  PGK_RED_ARGMIN = 5, PGK_RED_MEAN = 6, PGK_RED_VAR = 7, PGK_RED_STD = 8, PGK_RED_ANY = 9,
+  PGK_RED_ALL = 10, PGK_NUM_REDUCE_OPS = 11
+};
+
+/* Reduce x (shape[0..ndim), strides in bytes) over its last `nred_dims` dims into out, whose
+ * strides (ndim - nred_dims of them) index the kept leading dims (the caller moves the reduced
+ * axes last; keepdims is a view).  Elements are loaded as `compute_dtype` (PGK_FLOAT32 for
+ * half/float32 data, PGK_FLOAT64, or PGK_INT64 for integer sum/prod/max/min/argmax/any/all;
+ * mean/var/std need a floating compute type) and the result converted to out_dtype.
+ * DETERMINISTIC: no atomics; each output (or chunk) is reduced by one 256-thread block, thread t
+ * accumulating elements t, t+256, ... of its range in order, then a fixed shared-memory tree;
+ * with chunks > 1 each output's reduced range is split into `chunks` equal ranges whose
+ * partials (`workspace`: nout * chunks * 32 bytes, 16-byte aligned) a second kernel combines
+ * in the same way.  So results depend on the shape and `chunks` only, never on the device.
+ * max/min propagate NaN; argmax/argmin give the C-order flat index (over the reduced dims) of
+ * the first maximum / minimum (a NaN counts as the extreme, as in NumPy; an empty range gives
+ * 0 — the caller rejects it); var/std combine (count, mean, M2) partials (Chan et al.) and
+ * divide by count - ddof (NaN when that is <= 0); mean of an empty range is NaN, sum 0,
+ * prod 1, any false, all true. */
+PGK_API int pgk_reduce(int op, const void* x, int x_dtype, const int64_t* x_strides, int ndim,
+                       const int64_t* shape, int nred_dims, void* out, int out_dtype,
+                       const int64_t* out_strides, int compute_dtype, double ddof,
+                       void* workspace, int chunks, void* stream);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-"""Argument validation of the ABI-2 launchers: bad arguments return cudaErrorInvalidValue (1)
+"""Argument validation of the launchers: bad arguments return cudaErrorInvalidValue (1)
 and empty index spaces return 0, all without touching a device (so this runs without a GPU)."""
 
 from __future__ import annotations
@@ -109,3 +109,64 @@ def test_range_validation(lib: ctypes.CDLL, name: str) -> None:
     assert fn(None, 8, 4, *extra, None) == INVALID
     assert fn(None, 8, 0, *extra, None) == 0
     assert fn(FAKE, 9, 0, *extra, None) == 0
+
+
+# ---- ABI 3: elementwise math and reductions ----
+F32, F64, I64 = 8, 9, 5
+
+
+def binary(lib: ctypes.CDLL, *, op: int = 0, a: int | None = FAKE, b: int | None = FAKE,
+           out: int | None = FAKE, dts: tuple[int, int, int] = (F32, F32, F32),
+           shape: tuple[int, ...] = (4,), compute: int = F32) -> int:
+    nd = len(shape)
+    st = i64(*[4] * nd)
+    return int(lib.pgk_binary(op, a, dts[0], st, b, dts[1], st, out, dts[2], st, nd,
+                              i64(*shape), compute, 0.0, 0, None))
+
+
+def test_math_launchers_have_their_signatures_set(lib: ctypes.CDLL) -> None:
+    assert len(lib.pgk_binary.argtypes) == 16
+    assert len(lib.pgk_unary.argtypes) == 11
+    assert len(lib.pgk_where.argtypes) == 20
+    assert len(lib.pgk_reduce.argtypes) == 15
+
+
+def test_binary_validation(lib: ctypes.CDLL) -> None:
+    assert binary(lib, op=-1) == INVALID
+    assert binary(lib, op=21) == INVALID  # PGK_NUM_BINARY_OPS
+    assert binary(lib, compute=6) == INVALID  # float16 is not a compute type
+    assert binary(lib, op=18, compute=F32) == INVALID  # bitwise needs int64
+    assert binary(lib, dts=(10, F32, F32)) == INVALID
+    assert binary(lib, a=None, b=None) == INVALID  # at most one scalar operand
+    assert binary(lib, out=None) == INVALID
+    assert binary(lib, a=FAKE + 2) == INVALID  # misaligned
+    assert binary(lib, shape=(-1,)) == INVALID
+    assert binary(lib, shape=(3, 0)) == 0  # empty: nothing launched
+    assert binary(lib, a=None, shape=(0,)) == 0
+    assert lib.pgk_binary(0, FAKE, F32, None, FAKE, F32, i64(4), FAKE, F32, i64(4), 1, i64(4),
+                          F32, 0.0, 0, None) == INVALID  # array operand without strides
+
+
+def test_unary_where_reduce_validation(lib: ctypes.CDLL) -> None:
+    st, sh = i64(4), i64(4)
+    assert lib.pgk_unary(26, FAKE, F32, st, FAKE, F32, st, 1, sh, F32, None) == INVALID
+    assert lib.pgk_unary(23, FAKE, F32, st, FAKE, F32, st, 1, sh, F32, None) == INVALID
+    assert lib.pgk_unary(0, None, F32, st, FAKE, F32, st, 1, sh, F32, None) == INVALID
+    assert lib.pgk_unary(0, FAKE, F32, st, FAKE, F32, st, 1, i64(0), F32, None) == 0
+    assert lib.pgk_where(None, 0, st, FAKE, F32, st, FAKE, F32, st, FAKE, F32, st, 1, sh, F32,
+                         0.0, 0, 0.0, 0, None) == INVALID  # cond is always an array
+    assert lib.pgk_where(FAKE, 0, st, FAKE, F32, st, FAKE, F32, st, FAKE, F32, st, 1, sh, 3,
+                         0.0, 0, 0.0, 0, None) == INVALID
+    # op, x, dtype, strides, ndim, shape, nred, out, dtype, strides, compute, ddof, ws, chunks
+    assert lib.pgk_reduce(11, FAKE, F32, st, 1, sh, 1, FAKE, F32, None, F32, 0.0, None, 1,
+                          None) == INVALID
+    assert lib.pgk_reduce(6, FAKE, I64, i64(8), 1, sh, 1, FAKE, F64, None, I64, 0.0, None, 1,
+                          None) == INVALID  # mean needs a floating compute type
+    assert lib.pgk_reduce(0, FAKE, F32, st, 1, sh, 2, FAKE, F32, None, F32, 0.0, None, 1,
+                          None) == INVALID  # more reduced dims than dims
+    assert lib.pgk_reduce(0, FAKE, F32, st, 1, sh, 1, FAKE, F32, None, F32, 0.0, None, 2,
+                          None) == INVALID  # two passes need a workspace
+    assert lib.pgk_reduce(0, FAKE, F32, st, 1, sh, 1, FAKE, F32, None, F32, 0.0, None, 0,
+                          None) == INVALID
+    assert lib.pgk_reduce(0, FAKE, F32, i64(4, 4), 2, i64(0, 4), 1, FAKE, F32, i64(4), F32,
+                          0.0, None, 1, None) == 0  # no outputs: nothing to do

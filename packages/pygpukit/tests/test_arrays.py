@@ -110,18 +110,17 @@ def test_add_on_unaligned_sizes_and_chains(backend: str) -> None:
 
 def test_add_rejects_bad_operands(backend: str) -> None:
     a = gp.ones((4,))
-    with pytest.raises(ValueError, match=r"shapes differ: \(4,\) and \(5,\)"):
+    with pytest.raises(ValueError, match=r"broadcast together with shapes \(4,\) \(5,\)"):
         gp.add(a, gp.ones((5,)))
-    with pytest.raises(TypeError, match="dtypes differ"):
-        gp.add(a, gp.ones((4,), gp.float64))
-    with pytest.raises(TypeError, match="no kernel for dtype float64"):
-        gp.add(gp.ones((4,), gp.float64), gp.ones((4,), gp.float64))
-    with pytest.raises(TypeError, match="b must be a GPUArray; got ndarray"):
+    assert gp.add(a, gp.ones((4,), gp.float64)).dtype == np.float64  # NumPy's promotion
+    with pytest.raises(TypeError, match="GPUArrays or bool/int/float scalars; got ndarray"):
         gp.add(a, np.ones(4, np.float32))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="out has shape"):
+    with pytest.raises(ValueError, match="broadcast"):
         gp.add(a, a, out=gp.empty((3,)))
+    with pytest.raises(TypeError, match="out must be a GPUArray"):
+        gp.add(a, a, out=np.empty(4))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        _ = a + 1  # type: ignore[operator]
+        _ = a + "1"  # type: ignore[operator]
 
 
 def test_no_implicit_host_conversion(backend: str) -> None:

@@ -99,10 +99,12 @@ def test_device_out_of_memory_is_clean(backend: str) -> None:
 def test_mistakes_leave_stats_at_baseline(backend: str) -> None:
     a = gp.ones((4,))
     before = baseline()
-    with pytest.raises(ValueError, match="shapes differ"):
+    with pytest.raises(ValueError, match="could not be broadcast"):
         gp.add(a, gp.ones((5,)))
-    with pytest.raises(TypeError, match="dtypes differ"):
-        gp.add(a, gp.ones((4,), gp.float64))
+    with pytest.raises(TypeError, match="not supported for the input types"):
+        gp.bitwise_and(a, gp.ones((4,), gp.float64))
+    with pytest.raises(OverflowError, match="out of bounds"):
+        gp.ones((4,), gp.uint8) + 256
     with pytest.raises(ValueError, match="dimensions must be >= 0"):
         gp.empty((-1,))
     with pytest.raises(TypeError, match="expected one of"):

@@ -92,11 +92,12 @@ def test_nvrtc_queries_agree_with_pygpukit_nvrtc() -> None:
         import pygpukit_nvrtc
     except ImportError:
         assert gp.is_nvrtc_available() is False
-        assert gp.get_nvrtc_path() is None
+        assert gp.get_nvrtc_path() is None and gp.get_nvrtc_version() is None
         return
-    assert gp.is_nvrtc_available() is pygpukit_nvrtc.is_available()
-    expected = pygpukit_nvrtc.path() if pygpukit_nvrtc.is_available() else None
-    assert gp.get_nvrtc_path() == expected
+    loads = pygpukit_nvrtc.is_available()
+    assert gp.is_nvrtc_available() is (loads and gp.backend() == "cuda")
+    assert gp.get_nvrtc_path() == (pygpukit_nvrtc.path() if loads else None)
+    assert gp.get_nvrtc_version() == (pygpukit_nvrtc.version() if loads else None)
 
 
 def test_info_command_reports_everything() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 #: The C ABI version this Python package was written against (``PGK_ABI_VERSION``).
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 #: Most dimensions a strided view may have in ``pgk_copy`` / ``pgk_fill`` (``PGK_MAX_DIMS``).
 MAX_DIMS = 16
@@ -50,6 +50,20 @@ _LAUNCHERS: dict[str, list[type]] = {
     "pgk_arange": [_VP, _INT, _I64, _DBL, _DBL, _I64, _I64, _VP],
     # dst, dtype, n, start, stop, endpoint, stream
     "pgk_linspace": [_VP, _INT, _I64, _DBL, _DBL, _INT, _VP],
+    # op, a, a_dtype, a_strides, b, b_dtype, b_strides, out, out_dtype, out_strides, ndim,
+    # shape, compute_dtype, scalar_f, scalar_i, stream
+    "pgk_binary": [_INT, _VP, _INT, _I64P, _VP, _INT, _I64P, _VP, _INT, _I64P, _INT, _I64P,
+                   _INT, _DBL, _I64, _VP],
+    # op, x, x_dtype, x_strides, out, out_dtype, out_strides, ndim, shape, compute_dtype, stream
+    "pgk_unary": [_INT, _VP, _INT, _I64P, _VP, _INT, _I64P, _INT, _I64P, _INT, _VP],
+    # cond, cond_dtype, cond_strides, a, a_dtype, a_strides, b, b_dtype, b_strides, out,
+    # out_dtype, out_strides, ndim, shape, compute_dtype, a_f, a_i, b_f, b_i, stream
+    "pgk_where": [_VP, _INT, _I64P, _VP, _INT, _I64P, _VP, _INT, _I64P, _VP, _INT, _I64P, _INT,
+                  _I64P, _INT, _DBL, _I64, _DBL, _I64, _VP],
+    # op, x, x_dtype, x_strides, ndim, shape, nred_dims, out, out_dtype, out_strides,
+    # compute_dtype, ddof, workspace, chunks, stream
+    "pgk_reduce": [_INT, _VP, _INT, _I64P, _INT, _I64P, _INT, _VP, _INT, _I64P, _INT, _DBL, _VP,
+                   _INT, _VP],
 }
 
 _PKG_DIR = Path(__file__).resolve().parent

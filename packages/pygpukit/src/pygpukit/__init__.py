@@ -23,6 +23,7 @@ from pygpukit._versions import check_siblings
 
 check_siblings(__version__)
 
+from pygpukit import _ops  # noqa: E402
 from pygpukit._allocator import OutOfMemoryError  # noqa: E402
 from pygpukit._array import GPUArray  # noqa: E402
 from pygpukit._creation import (  # noqa: E402
@@ -58,6 +59,7 @@ from pygpukit._dtypes import (  # noqa: E402
     uint8,
 )
 from pygpukit._errors import BackendUnavailableError, KernelLaunchError  # noqa: E402
+from pygpukit._jit import JITKernel, JITModule, jit  # noqa: E402
 from pygpukit._memory import (  # noqa: E402
     empty_cache,
     memory_allocated,
@@ -66,10 +68,11 @@ from pygpukit._memory import (  # noqa: E402
     reset_peak_memory_stats,
     set_memory_limit,
 )
-from pygpukit._ops import add  # noqa: E402
+from pygpukit._ops import *  # noqa: E402,F403
 from pygpukit._runtime import (  # noqa: E402
     backend,
     get_nvrtc_path,
+    get_nvrtc_version,
     is_cuda_available,
     is_nvrtc_available,
 )
@@ -91,6 +94,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    *_ops.__all__,
     "SUPPORTED_DTYPES",
     "BackendUnavailableError",
     "CudaError",
@@ -102,7 +106,6 @@ __all__ = [
     "OutOfMemoryError",
     "Stream",
     "__version__",
-    "add",
     "arange",
     "asarray",
     "ascontiguousarray",
@@ -123,6 +126,10 @@ __all__ = [
     "full",
     "full_like",
     "get_nvrtc_path",
+    "get_nvrtc_version",
+    "jit",
+    "JITKernel",
+    "JITModule",
     "int8",
     "int16",
     "int32",

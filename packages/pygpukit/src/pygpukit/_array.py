@@ -252,25 +252,185 @@ class GPUArray:
 
     # -- operators -----------------------------------------------------------------------------
     def __add__(self, other: object) -> GPUArray:
-        if not isinstance(other, GPUArray):
-            return NotImplemented
-        from pygpukit._ops import add
+        if type(other) is GPUArray and other.dtype is self.dtype and other.shape == self.shape:
+            from pygpukit._ops import add
 
-        return add(self, other)
+            return add(self, other)
+        return _binop("add", self, other)
 
     def __radd__(self, other: object) -> GPUArray:
-        if not isinstance(other, GPUArray):
-            return NotImplemented
-        from pygpukit._ops import add
-
-        return add(other, self)
+        return _binop("add", other, self)
 
     def __iadd__(self, other: object) -> GPUArray:
-        if not isinstance(other, GPUArray):
-            return NotImplemented
-        from pygpukit._ops import add
+        return _binop("add", self, other, out=self)
 
-        return add(self, other, out=self)
+    def __sub__(self, other: object) -> GPUArray:
+        return _binop("subtract", self, other)
+
+    def __rsub__(self, other: object) -> GPUArray:
+        return _binop("subtract", other, self)
+
+    def __isub__(self, other: object) -> GPUArray:
+        return _binop("subtract", self, other, out=self)
+
+    def __mul__(self, other: object) -> GPUArray:
+        return _binop("multiply", self, other)
+
+    def __rmul__(self, other: object) -> GPUArray:
+        return _binop("multiply", other, self)
+
+    def __imul__(self, other: object) -> GPUArray:
+        return _binop("multiply", self, other, out=self)
+
+    def __truediv__(self, other: object) -> GPUArray:
+        return _binop("divide", self, other)
+
+    def __rtruediv__(self, other: object) -> GPUArray:
+        return _binop("divide", other, self)
+
+    def __itruediv__(self, other: object) -> GPUArray:
+        return _binop("divide", self, other, out=self)
+
+    def __floordiv__(self, other: object) -> GPUArray:
+        return _binop("floor_divide", self, other)
+
+    def __rfloordiv__(self, other: object) -> GPUArray:
+        return _binop("floor_divide", other, self)
+
+    def __ifloordiv__(self, other: object) -> GPUArray:
+        return _binop("floor_divide", self, other, out=self)
+
+    def __mod__(self, other: object) -> GPUArray:
+        return _binop("remainder", self, other)
+
+    def __rmod__(self, other: object) -> GPUArray:
+        return _binop("remainder", other, self)
+
+    def __imod__(self, other: object) -> GPUArray:
+        return _binop("remainder", self, other, out=self)
+
+    def __pow__(self, other: object) -> GPUArray:
+        return _binop("power", self, other)
+
+    def __rpow__(self, other: object) -> GPUArray:
+        return _binop("power", other, self)
+
+    def __ipow__(self, other: object) -> GPUArray:
+        return _binop("power", self, other, out=self)
+
+    def __and__(self, other: object) -> GPUArray:
+        return _binop("bitwise_and", self, other)
+
+    def __rand__(self, other: object) -> GPUArray:
+        return _binop("bitwise_and", other, self)
+
+    def __iand__(self, other: object) -> GPUArray:
+        return _binop("bitwise_and", self, other, out=self)
+
+    def __or__(self, other: object) -> GPUArray:
+        return _binop("bitwise_or", self, other)
+
+    def __ror__(self, other: object) -> GPUArray:
+        return _binop("bitwise_or", other, self)
+
+    def __ior__(self, other: object) -> GPUArray:
+        return _binop("bitwise_or", self, other, out=self)
+
+    def __xor__(self, other: object) -> GPUArray:
+        return _binop("bitwise_xor", self, other)
+
+    def __rxor__(self, other: object) -> GPUArray:
+        return _binop("bitwise_xor", other, self)
+
+    def __ixor__(self, other: object) -> GPUArray:
+        return _binop("bitwise_xor", self, other, out=self)
+
+    def __eq__(self, other: object) -> GPUArray:  # type: ignore[override]
+        return _binop("equal", self, other)
+
+    def __ne__(self, other: object) -> GPUArray:  # type: ignore[override]
+        return _binop("not_equal", self, other)
+
+    def __lt__(self, other: object) -> GPUArray:
+        return _binop("less", self, other)
+
+    def __le__(self, other: object) -> GPUArray:
+        return _binop("less_equal", self, other)
+
+    def __gt__(self, other: object) -> GPUArray:
+        return _binop("greater", self, other)
+
+    def __ge__(self, other: object) -> GPUArray:
+        return _binop("greater_equal", self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # == is elementwise, as in NumPy
+
+    def __neg__(self) -> GPUArray:
+        from pygpukit._math import unary
+
+        return unary("negative", self)
+
+    def __pos__(self) -> GPUArray:
+        return self.copy()
+
+    def __abs__(self) -> GPUArray:
+        from pygpukit._math import unary
+
+        return unary("absolute", self)
+
+    def __invert__(self) -> GPUArray:
+        from pygpukit._math import unary
+
+        return unary("invert", self)
+
+    # -- reductions (see pygpukit.sum ...) ------------------------------------------------------
+    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
+        """Sum over ``axis`` (see :func:`pygpukit.sum`)."""
+        return _reduce("sum", self, axis, keepdims)
+
+    def prod(self, axis: int | tuple[int, ...] | None = None,
+             keepdims: bool = False) -> GPUArray:
+        """Product over ``axis``."""
+        return _reduce("prod", self, axis, keepdims)
+
+    def mean(self, axis: int | tuple[int, ...] | None = None,
+             keepdims: bool = False) -> GPUArray:
+        """Mean over ``axis``."""
+        return _reduce("mean", self, axis, keepdims)
+
+    def max(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
+        """Maximum over ``axis`` (NaN propagates)."""
+        return _reduce("max", self, axis, keepdims)
+
+    def min(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
+        """Minimum over ``axis`` (NaN propagates)."""
+        return _reduce("min", self, axis, keepdims)
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> GPUArray:
+        """Index of the first maximum along ``axis`` (of the flattened array for None)."""
+        return _reduce("argmax", self, axis, keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> GPUArray:
+        """Index of the first minimum along ``axis`` (of the flattened array for None)."""
+        return _reduce("argmin", self, axis, keepdims)
+
+    def var(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, *,
+            ddof: float = 0) -> GPUArray:
+        """Variance over ``axis`` (divisor ``n - ddof``)."""
+        return _reduce("var", self, axis, keepdims, ddof)
+
+    def std(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, *,
+            ddof: float = 0) -> GPUArray:
+        """Standard deviation over ``axis`` (divisor ``n - ddof``)."""
+        return _reduce("std", self, axis, keepdims, ddof)
+
+    def any(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
+        """Whether any element over ``axis`` is non-zero."""
+        return _reduce("any", self, axis, keepdims)
+
+    def all(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
+        """Whether every element over ``axis`` is non-zero."""
+        return _reduce("all", self, axis, keepdims)
 
     # -- Python protocols ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -310,3 +470,21 @@ class GPUArray:
 
     def __str__(self) -> str:
         return str(self.to_numpy())
+
+
+_OPERAND_TYPES = (GPUArray, bool, int, float, np.generic)
+
+
+def _binop(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUArray:
+    """An operator: NotImplemented for operands it does not take (Python then tries the other)."""
+    if not isinstance(a, _OPERAND_TYPES) or not isinstance(b, _OPERAND_TYPES):
+        return NotImplemented  # type: ignore[no-any-return]
+    from pygpukit._math import binary
+
+    return binary(name, a, b, out)
+
+
+def _reduce(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float = 0) -> GPUArray:
+    from pygpukit._math import reduce
+
+    return reduce(name, x, axis, keepdims, ddof=ddof)

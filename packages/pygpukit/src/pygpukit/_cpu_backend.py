@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -80,6 +81,77 @@ def host_view(array: GPUArray) -> np.ndarray[Any, Any]:
     return view
 
 
+def _operand(array: GPUArray | None, scalar: Any, compute: np.dtype[Any]) -> Any:
+    """An operand converted to the compute type, as the kernels load it."""
+    if array is None:
+        return np.asarray(scalar).astype(compute)
+    return host_view(array).astype(compute)
+
+
+def _int_power(x: Any, y: Any) -> Any:
+    """Integer power; negative exponents give 0 (1 / -1 for bases 1 / -1), as the kernel."""
+    positive = np.power(x, np.maximum(y, 0))
+    negative = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 1, -1, 1), 0))
+    return np.where(y < 0, negative, positive)
+
+
+def _power(x: Any, y: Any) -> Any:
+    if np.asarray(x).dtype.kind == "i":
+        return _int_power(x, y)
+    return np.power(x, y)
+
+
+def _floor_divide(x: Any, y: Any) -> Any:
+    if np.asarray(x).dtype.kind == "i":  # y == -1: wraps like the kernel (NumPy warns)
+        return np.where(y == -1, -x, np.floor_divide(x, np.where(y == -1, 1, y)))
+    return np.floor_divide(x, y)
+
+
+def _gelu_tanh(x: Any) -> Any:
+    k0, k1 = x.dtype.type(0.7978845608028654), x.dtype.type(0.044715)
+    return x.dtype.type(0.5) * x * (1 + np.tanh(k0 * (x + k1 * x * x * x)))
+
+
+def _gelu_erf(x: Any) -> Any:
+    from math import erf
+
+    erf_v = np.vectorize(erf, otypes=[np.float64])
+    r = 0.5 * x.astype(np.float64) * (1 + erf_v(x.astype(np.float64) * 0.7071067811865476))
+    return r.astype(x.dtype)
+
+
+def _relu(x: Any) -> Any:
+    return np.where(x > 0, x, np.where(np.isnan(x), x, 0)) if x.dtype.kind == "f" \
+        else np.maximum(x, 0)
+
+
+_BINARY: dict[int, Any] = {
+    0: np.add, 1: np.subtract, 2: np.multiply, 3: np.true_divide, 4: np.maximum,
+    5: np.minimum, 6: _power, 7: _floor_divide, 8: np.remainder, 9: np.equal,
+    10: np.not_equal, 11: np.less, 12: np.less_equal, 13: np.greater, 14: np.greater_equal,
+    15: np.logical_and, 16: np.logical_or, 17: np.logical_xor, 18: np.bitwise_and,
+    19: np.bitwise_or, 20: np.bitwise_xor,
+}
+
+_UNARY: dict[int, Any] = {
+    0: np.negative, 1: np.absolute, 2: np.exp, 3: np.log, 4: np.log1p, 5: np.expm1,
+    6: np.sqrt, 7: lambda x: 1 / np.sqrt(x), 8: np.sin, 9: np.cos, 10: np.tanh,
+    11: lambda x: 1 / (1 + np.exp(-x)), 12: _relu, 13: _gelu_tanh, 14: _gelu_erf,
+    15: lambda x: x / (1 + np.exp(-x)), 16: np.floor, 17: np.ceil, 18: np.rint, 19: np.sign,
+    20: np.isnan, 21: np.isinf, 22: np.logical_not, 23: np.invert, 24: np.square,
+    25: lambda x: 1 / x if x.dtype.kind == "f" else np.where(np.abs(x) == 1, x, 0),
+}
+
+
+_REDUCE: dict[int, Any] = {
+    0: lambda d, _: d.sum(-1), 1: lambda d, _: d.prod(-1), 2: lambda d, _: d.max(-1),
+    3: lambda d, _: d.min(-1), 4: lambda d, _: d.argmax(-1), 5: lambda d, _: d.argmin(-1),
+    6: lambda d, _: d.mean(-1), 7: lambda d, ddof: d.var(-1, ddof=ddof),
+    8: lambda d, ddof: d.std(-1, ddof=ddof), 9: lambda d, _: (d != 0).any(-1),
+    10: lambda d, _: (d != 0).all(-1),
+}
+
+
 class CpuRuntime:
     """The single device of the CPU simulation."""
 
@@ -147,6 +219,39 @@ class CpuRuntime:
 
     def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         self.copy(src, dst, stream)
+
+    # -- elementwise math: the kernels' definitions, in NumPy (see pygpukit._math) ---------------
+    def binary(self, op: int, a: GPUArray | None, b: GPUArray | None, scalar: Any,
+               out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
+        x = _operand(a, scalar, compute)
+        y = _operand(b, scalar, compute)
+        with np.errstate(all="ignore"):
+            result = _BINARY[op](x, y)
+            np.copyto(host_view(out), result, casting="unsafe")
+
+    def unary(self, op: int, x: GPUArray, out: GPUArray, compute: np.dtype[Any],
+              stream: Stream) -> None:
+        with np.errstate(all="ignore"):
+            result = _UNARY[op](_operand(x, 0, compute))
+            np.copyto(host_view(out), result, casting="unsafe")
+
+    def reduce(self, op: int, x: GPUArray, nred_dims: int, out: GPUArray,
+               compute: np.dtype[Any], ddof: float, workspace: GPUArray | None, chunks: int,
+               stream: Stream) -> None:
+        """Reduce ``x`` over its last ``nred_dims`` dims into ``out`` (the kept dims)."""
+        data = _operand(x, 0, compute)
+        kept = x.ndim - nred_dims
+        data = data.reshape(*data.shape[:kept], -1)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # empty means: NaN, as the kernel
+            result = _REDUCE[op](data, ddof)
+            np.copyto(host_view(out), result, casting="unsafe")
+
+    def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
+              b_scalar: Any, out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
+        mask = host_view(cond) != 0
+        result = np.where(mask, _operand(a, a_scalar, compute), _operand(b, b_scalar, compute))
+        np.copyto(host_view(out), result, casting="unsafe")
 
 
 class CpuBackend:

@@ -41,6 +41,10 @@ class _Kernels:
         self.fill = lib.pgk_fill
         self.arange = lib.pgk_arange
         self.linspace = lib.pgk_linspace
+        self.binary = lib.pgk_binary
+        self.unary = lib.pgk_unary
+        self.where = lib.pgk_where
+        self.reduce = lib.pgk_reduce
 
     def check(self, kernel: str, status: int) -> None:
         """Raise :class:`KernelLaunchError` for a non-zero status from a launcher."""
@@ -193,6 +197,51 @@ class CudaRuntime:
                                       a.size, stream.handle or None)
         self.kernels.check("pgk_add_f32", status)
 
+    # -- elementwise math (operands broadcast to out's shape by pygpukit._math) ---------------
+    def binary(self, op: int, a: GPUArray | None, b: GPUArray | None, scalar: Any,
+               out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
+        """``out = a (op) b``; a ``None`` operand is ``scalar`` (already of the loop dtype)."""
+        self.activate()
+        sf, si = _scalar_operands(scalar, compute)
+        status = self.kernels.binary(
+            op, *_operand(a), *_operand(b), _ptr(out), kernel_code(out.dtype),
+            _i64(out.strides), out.ndim, _i64(out.shape), kernel_code(compute), sf, si,
+            stream.handle)
+        self.kernels.check("pgk_binary", status)
+
+    def unary(self, op: int, x: GPUArray, out: GPUArray, compute: np.dtype[Any],
+              stream: Stream) -> None:
+        """``out = op(x)``."""
+        self.activate()
+        status = self.kernels.unary(op, *_operand(x), _ptr(out), kernel_code(out.dtype),
+                                    _i64(out.strides), out.ndim, _i64(out.shape),
+                                    kernel_code(compute), stream.handle)
+        self.kernels.check("pgk_unary", status)
+
+    def reduce(self, op: int, x: GPUArray, nred_dims: int, out: GPUArray,
+               compute: np.dtype[Any], ddof: float, workspace: GPUArray | None, chunks: int,
+               stream: Stream) -> None:
+        """Reduce ``x`` over its last ``nred_dims`` dims into ``out`` (the kept dims)."""
+        self.activate()
+        status = self.kernels.reduce(
+            op, _ptr(x) or None, kernel_code(x.dtype), _i64(x.strides), x.ndim, _i64(x.shape),
+            nred_dims, _ptr(out), kernel_code(out.dtype), _i64(out.strides),
+            kernel_code(compute), ddof, _ptr(workspace) if workspace is not None else None,
+            chunks, stream.handle)
+        self.kernels.check("pgk_reduce", status)
+
+    def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
+              b_scalar: Any, out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
+        """``out = cond ? a : b``."""
+        self.activate()
+        af, ai = _scalar_operands(a_scalar, compute)
+        bf, bi = _scalar_operands(b_scalar, compute)
+        status = self.kernels.where(*_operand(cond), *_operand(a), *_operand(b), _ptr(out),
+                                    kernel_code(out.dtype), _i64(out.strides), out.ndim,
+                                    _i64(out.shape), kernel_code(compute), af, ai, bf, bi,
+                                    stream.handle)
+        self.kernels.check("pgk_where", status)
+
     def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         """Copy a contiguous array of another device into ``dst`` (same dtype and size).
 
@@ -200,6 +249,20 @@ class CudaRuntime:
         """
         self.activate()
         drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.handle)
+
+
+def _operand(array: GPUArray | None) -> tuple[int | None, int, Any]:
+    """(pointer, dtype code, strides) of an operand; (None, 0, None) for a scalar."""
+    if array is None:
+        return None, 0, None
+    return _ptr(array) or None, kernel_code(array.dtype), _i64(array.strides)
+
+
+def _scalar_operands(value: Any, compute: np.dtype[Any]) -> tuple[float, int]:
+    """A scalar already of the loop dtype as the (double, int64) pair of the compute type."""
+    if compute.kind == "f":
+        return float(np.asarray(value).astype(np.float64)), 0
+    return 0.0, int(np.asarray(value).astype(np.int64))
 
 
 def _as_int(value: Any) -> int:

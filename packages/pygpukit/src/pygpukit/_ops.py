@@ -2,34 +2,39 @@
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
 from pygpukit._array import GPUArray
-from pygpukit._creation import ascontiguousarray
-from pygpukit._dtypes import float32
+from pygpukit._dtypes import bfloat16, float16, float32, float64
+from pygpukit._math import binary, reduce, unary, where
 from pygpukit._stream import stream_for_runtime
-from pygpukit._transfer import check_same_device, copy_into, empty_on, touch
-
-#: dtypes with a precompiled ``add`` kernel; both backends accept exactly these, so a program
-#: that runs on the CPU simulation runs on the GPU too.
-ADD_DTYPES = (float32,)
+from pygpukit._transfer import empty_on, touch
 
 
-def add(a: GPUArray, b: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+def add(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise ``a + b``, enqueued on the current stream; returns without waiting.
 
     Parameters
     ----------
     a, b
-        Arrays of the same shape and dtype (float32 in this version) on the same device; any
-        strides (views are gathered first).
+        Arrays on one device (any strides, broadcast as NumPy does) or one of them a Python /
+        NumPy scalar (Python scalars are weak, NEP 50).  The result dtype is NumPy's.
     out
-        Optional array of that shape and dtype to write into; it may be ``a`` or ``b``.
+        Optional array of the broadcast shape to write into (the result is cast to its dtype
+        with ``same_kind`` casting); it may be ``a`` or ``b``.
 
     Raises
     ------
     TypeError
-        If an operand is not a GPUArray or the dtypes are unsupported or differ.
+        If an operand is not a GPUArray or scalar, or NumPy has no loop for the dtypes.
     ValueError
-        If the shapes differ or the operands are on different devices.
+        If the shapes do not broadcast or the operands are on different devices.
+    OverflowError
+        If a Python int does not fit the array's integer dtype.
     """
     if (out is None and type(a) is GPUArray and type(b) is GPUArray and a.dtype is float32
             and b.dtype is float32 and a.shape == b.shape and a._rt is b._rt
@@ -42,34 +47,262 @@ def add(a: GPUArray, b: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
         if target.size:
             runtime.add_f32(a, b, target, stream)
         return target
-    for name, value in (("a", a), ("b", b)):
-        if not isinstance(value, GPUArray):
-            raise TypeError(f"add: {name} must be a GPUArray; got {type(value).__name__}")
-    if a.dtype != b.dtype:
-        raise TypeError(f"add: dtypes differ ({a.dtype.name} and {b.dtype.name})")
-    if a.dtype not in ADD_DTYPES:
-        supported = ", ".join(d.name for d in ADD_DTYPES)
-        raise TypeError(f"add: no kernel for dtype {a.dtype.name} (supported: {supported})")
-    if a.shape != b.shape:
-        raise ValueError(f"add: operand shapes differ: {a.shape} and {b.shape}")
-    runtime = check_same_device(a, b, op="add")
-    if out is not None:
-        if not isinstance(out, GPUArray):
-            raise TypeError(f"add: out must be a GPUArray; got {type(out).__name__}")
-        if out.shape != a.shape or out.dtype != a.dtype:
-            raise ValueError(
-                f"add: out has shape {out.shape} and dtype {out.dtype.name}; "
-                f"expected {a.shape} and {a.dtype.name}"
-            )
-        check_same_device(a, out, op="add")
-    stream = stream_for_runtime(runtime)
-    a_c, b_c = ascontiguousarray(a), ascontiguousarray(b)
-    target = out if out is not None and out.is_contiguous() else empty_on(
-        runtime, a.shape, a.dtype, stream)
-    touch(stream, a_c, b_c, written=target)
-    if target.size:
-        runtime.add_f32(a_c, b_c, target, stream)
-    if out is not None and target is not out:
-        copy_into(target, out)
-        return out
-    return target
+    return binary("add", a, b, out)
+
+
+def _binary_function(name: str) -> Callable[..., GPUArray]:
+    def op(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
+        return binary(name, a, b, out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"Elementwise NumPy ``{name}(a, b)`` with broadcasting, scalars and ``out=`` "
+                  "(see :func:`add`).")
+    return op
+
+
+def _unary_function(name: str, kernel: str | None = None) -> Callable[..., GPUArray]:
+    def op(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+        return unary(kernel or name, x, out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise ``{name}(x)`` (NumPy's result dtype; half types in float32)."
+    return op
+
+subtract = _binary_function("subtract")
+multiply = _binary_function("multiply")
+divide = _binary_function("divide")
+maximum = _binary_function("maximum")
+minimum = _binary_function("minimum")
+power = _binary_function("power")
+floor_divide = _binary_function("floor_divide")
+remainder = _binary_function("remainder")
+equal = _binary_function("equal")
+not_equal = _binary_function("not_equal")
+less = _binary_function("less")
+less_equal = _binary_function("less_equal")
+greater = _binary_function("greater")
+greater_equal = _binary_function("greater_equal")
+logical_and = _binary_function("logical_and")
+logical_or = _binary_function("logical_or")
+logical_xor = _binary_function("logical_xor")
+bitwise_and = _binary_function("bitwise_and")
+bitwise_or = _binary_function("bitwise_or")
+bitwise_xor = _binary_function("bitwise_xor")
+true_divide = divide
+sub = subtract
+mul = multiply
+div = divide
+mod = remainder
+
+negative = _unary_function("negative")
+absolute = _unary_function("absolute")
+exp = _unary_function("exp")
+log = _unary_function("log")
+log1p = _unary_function("log1p")
+expm1 = _unary_function("expm1")
+sqrt = _unary_function("sqrt")
+rsqrt = _unary_function("rsqrt")
+sin = _unary_function("sin")
+cos = _unary_function("cos")
+tanh = _unary_function("tanh")
+sigmoid = _unary_function("sigmoid")
+relu = _unary_function("relu")
+silu = _unary_function("silu")
+floor = _unary_function("floor")
+ceil = _unary_function("ceil")
+sign = _unary_function("sign")
+isnan = _unary_function("isnan")
+isinf = _unary_function("isinf")
+logical_not = _unary_function("logical_not")
+invert = _unary_function("invert")
+square = _unary_function("square")
+reciprocal = _unary_function("reciprocal")
+abs = absolute
+rint = _unary_function("rint")
+
+
+def round(x: GPUArray, decimals: int = 0, *, out: GPUArray | None = None) -> GPUArray:
+    """Round to the nearest integer, halves to even (NumPy's ``round`` with ``decimals=0``)."""
+    if decimals != 0:
+        raise ValueError("round: only decimals=0 is supported")
+    return unary("rint", x, out)
+
+
+def gelu(x: GPUArray, approximate: str = "none", *, out: GPUArray | None = None) -> GPUArray:
+    """GELU: ``x * Phi(x)`` with the erf (``approximate="none"``) or tanh form (``"tanh"``)."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh'; got {approximate!r}")
+    return unary("gelu_tanh" if approximate == "tanh" else "gelu_erf", x, out)
+
+
+def clip(a: GPUArray, lo: Any, hi: Any, *, out: GPUArray | None = None) -> GPUArray:
+    """``minimum(maximum(a, lo), hi)``; ``lo`` / ``hi`` may be ``None`` (no bound)."""
+    if lo is None and hi is None:
+        raise ValueError("clip: one of lo and hi must be given")
+    result = a
+    if lo is not None:
+        result = binary("maximum", result, lo, None if hi is not None else out)
+    if hi is not None:
+        result = binary("minimum", result, hi, out)
+    return result
+
+
+def _reduction(name: str) -> Callable[..., GPUArray]:
+    def op(x: GPUArray, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, *,
+           out: GPUArray | None = None) -> GPUArray:
+        return reduce(name, x, axis, keepdims, out=out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"NumPy's ``{name}`` over ``axis`` (int, tuple or None), ``keepdims``; "
+                  "deterministic (no atomics), float32 accumulation for half types.")
+    return op
+
+
+def _statistic(name: str) -> Callable[..., GPUArray]:
+    def op(x: GPUArray, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, *,
+           ddof: float = 0, out: GPUArray | None = None) -> GPUArray:
+        return reduce(name, x, axis, keepdims, ddof=ddof, out=out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"NumPy's ``{name}`` (divisor ``n - ddof``) over ``axis``, ``keepdims``; "
+                  "deterministic (pairwise combination of (count, mean, M2) partials).")
+    return op
+
+
+def _arg_reduction(name: str) -> Callable[..., GPUArray]:
+    def op(x: GPUArray, axis: int | None = None, keepdims: bool = False, *,
+           out: GPUArray | None = None) -> GPUArray:
+        return reduce(name, x, axis, keepdims, out=out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"NumPy's ``{name}``: int64 index of the first extreme (NaN counts as one) "
+                  "along ``axis``, or into the flattened array when ``axis`` is None.")
+    return op
+
+
+sum = _reduction("sum")
+prod = _reduction("prod")
+max = _reduction("max")
+min = _reduction("min")
+amax = max
+amin = min
+mean = _reduction("mean")
+any = _reduction("any")
+all = _reduction("all")
+var = _statistic("var")
+std = _statistic("std")
+argmax = _arg_reduction("argmax")
+argmin = _arg_reduction("argmin")
+
+__all__ = [
+    "abs", "absolute", "add", "all", "amax", "amin", "any", "argmax", "argmin", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "ceil", "clip", "cos", "div", "divide", "equal", "exp", "expm1",
+    "floor", "floor_divide", "gelu", "greater", "greater_equal", "invert", "isinf", "isnan",
+    "less", "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "max", "maximum", "mean", "min", "minimum", "mod", "mul", "multiply",
+    "negative", "not_equal", "power", "prod", "reciprocal", "relu", "remainder", "rint", "round",
+    "rsqrt", "sigmoid", "sign", "silu", "sin", "sqrt", "square", "std", "sub", "subtract", "sum",
+    "tanh", "true_divide", "var", "where",
+]
+
+
+# -- normalizations and joins: composed from the kernels above (several passes, not fused) ---
+def _float_work(x: GPUArray, name: str) -> GPUArray:
+    if not isinstance(x, GPUArray):
+        raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
+    if x.dtype not in (float16, bfloat16, float32, float64):
+        raise TypeError(f"{name}: expected a floating dtype; got {x.dtype.name}")
+    if x.ndim == 0:
+        raise ValueError(f"{name}: x must have at least one dimension")
+    return x if x.dtype in (float32, float64) else x.astype(float32)
+
+
+def softmax(x: GPUArray, axis: int = -1) -> GPUArray:
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (half types computed in float32)."""
+    work = _float_work(x, "softmax")
+    e = exp(subtract(work, reduce("max", work, axis, True)))
+    return divide(e, reduce("sum", e, axis, True)).astype(x.dtype, copy=False)
+
+
+def log_softmax(x: GPUArray, axis: int = -1) -> GPUArray:
+    """``x - max - log(sum(exp(x - max)))`` along ``axis`` (half types in float32)."""
+    work = _float_work(x, "log_softmax")
+    shifted = subtract(work, reduce("max", work, axis, True))
+    lse = log(reduce("sum", exp(shifted), axis, True))
+    return subtract(shifted, lse).astype(x.dtype, copy=False)
+
+
+def layer_norm(x: GPUArray, weight: GPUArray | None = None, bias: GPUArray | None = None,
+               eps: float = 1e-5) -> GPUArray:
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis (half in float32)."""
+    work = _float_work(x, "layer_norm")
+    centered = subtract(work, reduce("mean", work, -1, True))
+    var = reduce("mean", multiply(centered, centered), -1, True)
+    y = multiply(centered, rsqrt(add(var, eps)))
+    if weight is not None:
+        y = multiply(y, weight)
+    if bias is not None:
+        y = add(y, bias)
+    return y.astype(x.dtype, copy=False)
+
+
+def rms_norm(x: GPUArray, weight: GPUArray | None = None, eps: float = 1e-6) -> GPUArray:
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the last axis (half types in float32)."""
+    work = _float_work(x, "rms_norm")
+    y = multiply(work, rsqrt(add(reduce("mean", multiply(work, work), -1, True), eps)))
+    if weight is not None:
+        y = multiply(y, weight)
+    return y.astype(x.dtype, copy=False)
+
+
+def concatenate(arrays: Any, axis: int = 0) -> GPUArray:
+    """Join arrays along an existing axis (NumPy's ``concatenate``; dtypes promoted)."""
+    from pygpukit import _layout
+    from pygpukit._transfer import check_same_device, copy_into
+
+    items = list(arrays)
+    if not items:
+        raise ValueError("need at least one array to concatenate")
+    for item in items:
+        if not isinstance(item, GPUArray):
+            raise TypeError(f"concatenate: expected GPUArrays; got {type(item).__name__}")
+    runtime = check_same_device(*items, op="concatenate")
+    ndim = items[0].ndim
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    ax = _layout.normalize_axis(axis, ndim)
+    for item in items:
+        if item.ndim != ndim or builtins.any(item.shape[d] != items[0].shape[d]
+                                    for d in range(ndim) if d != ax):
+            raise ValueError("all the input array dimensions except for the concatenation axis "
+                             "must match exactly")
+    dtype = np.result_type(*(item.dtype for item in items))
+    shape = list(items[0].shape)
+    shape[ax] = builtins.sum(item.shape[ax] for item in items)
+    result = empty_on(runtime, tuple(shape), dtype)
+    start = 0
+    for item in items:
+        index = tuple(slice(start, start + item.shape[ax]) if d == ax else slice(None)
+                      for d in range(ndim))
+        copy_into(item, result[index])
+        start += item.shape[ax]
+    return result
+
+
+def stack(arrays: Any, axis: int = 0) -> GPUArray:
+    """Join arrays along a new axis (NumPy's ``stack``)."""
+    from pygpukit import _layout
+
+    items = list(arrays)
+    if not items:
+        raise ValueError("need at least one array to stack")
+    for item in items:
+        if not isinstance(item, GPUArray):
+            raise TypeError(f"stack: expected GPUArrays; got {type(item).__name__}")
+        if item.shape != items[0].shape:
+            raise ValueError("all input arrays must have the same shape")
+    ax = _layout.normalize_axis(axis, items[0].ndim + 1)
+    return concatenate([item.expand_dims(ax) for item in items], axis=ax)
+
+
+__all__ += ["concatenate", "layer_norm", "log_softmax", "rms_norm", "softmax", "stack"]

@@ -11,21 +11,35 @@ def is_cuda_available() -> bool:
 
 
 def is_nvrtc_available() -> bool:
-    """Return whether NVRTC (``pip install pygpukit[jit]``) is installed and loads."""
+    """Return whether :func:`pygpukit.jit` can compile and run kernels here.
+
+    True when NVRTC (``pip install pygpukit[jit]``) loads and the CUDA backend is in use: the
+    CPU simulation cannot run CUDA C++, so there this is False even with NVRTC installed
+    (:func:`get_nvrtc_path` still tells where it is).
+    """
     try:
         import pygpukit_nvrtc
     except ImportError:
         return False
-    return pygpukit_nvrtc.is_available()
+    return pygpukit_nvrtc.is_available() and get_backend().name == "cuda"
 
 
 def get_nvrtc_path() -> str | None:
-    """Return the path of the NVRTC library in use, or ``None`` when it is unavailable."""
-    if not is_nvrtc_available():
+    """Return the path of the NVRTC library, or ``None`` when it is not installed or loadable."""
+    try:
+        import pygpukit_nvrtc
+    except ImportError:
         return None
-    import pygpukit_nvrtc
+    return pygpukit_nvrtc.path() if pygpukit_nvrtc.is_available() else None
 
-    return pygpukit_nvrtc.path()
+
+def get_nvrtc_version() -> tuple[int, int] | None:
+    """Return NVRTC's ``(major, minor)``, or ``None`` when it is not installed or loadable."""
+    try:
+        import pygpukit_nvrtc
+    except ImportError:
+        return None
+    return pygpukit_nvrtc.version() if pygpukit_nvrtc.is_available() else None
 
 
 def backend() -> str:

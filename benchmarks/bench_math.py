@@ -1,0 +1,153 @@
+"""Elementwise math and reductions at memory bandwidth, side by side with PyTorch in one run.
+
+Operands of --mib MiB (float32 unless named; random data, never zeros): add, multiply by a
+scalar, a broadcast add, gelu (unary), the float32 -> bfloat16 cast, sum and max (full and
+over the last axis), bfloat16 add, softmax and layer_norm over rows of 4096 (composed from
+several kernels: bytes counted as one read and one write), each vs the torch op on the same
+GPU.  GB/s count bytes
+read + written; "% of copy" is the ratio to torch's ``copy_`` of a float32 buffer of the same
+size (the bandwidth ceiling).  pygpukit ops are timed with pygpukit events on its current
+stream, torch's with torch events on torch's; 3 warm-ups, median of --repeat.  Writes JSON to
+--out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from _timing import median_event_ms, torch_event
+
+import pygpukit as gp
+
+
+def gbps(nbytes: int, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def main() -> None:
+    """Run the benchmark and write the JSON report."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mib", type=int, default=256, help="float32 operand size in MiB")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    assert gp.backend() == "cuda", "the benchmark needs the CUDA backend"
+
+    n = args.mib * 2**20 // 4
+    cols = 4096
+    rng = np.random.default_rng(0)
+    xh = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    yh = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    gx, gy = gp.from_numpy(xh), gp.from_numpy(yh)
+    tx, ty = torch.from_numpy(xh).cuda(), torch.from_numpy(yh).cuda()
+    brow_h = yh[:cols].copy()
+    gb, tb = gp.from_numpy(brow_h), torch.from_numpy(brow_h).cuda()
+    gx2, tx2 = gx.reshape(-1, cols), tx.view(-1, cols)
+    torch.cuda.synchronize()
+
+    def ours(fn: Callable[[], object]) -> float:
+        return median_event_ms(fn, args.repeat, gp.Event)
+
+    def theirs(fn: Callable[[], object]) -> float:
+        return median_event_ms(fn, args.repeat, torch_event)
+
+    ceiling_out = torch.empty_like(tx)
+    copy_ms = theirs(lambda: ceiling_out.copy_(tx))
+    ceiling = gbps(8 * n, copy_ms)
+    rows: list[dict[str, Any]] = [
+        {"op": "torch copy_ f32 (ceiling)", "bytes": 8 * n, "ms": copy_ms, "GB/s": ceiling}]
+
+    def row(op: str, nbytes: int, mine: Callable[[], object], torch_fn: Callable[[], object],
+            check: Callable[[], None]) -> None:
+        check()
+        ours_ms, theirs_ms = ours(mine), theirs(torch_fn)
+        rows.append({"op": f"{op} (pygpukit)", "bytes": nbytes, "ms": ours_ms,
+                     "GB/s": gbps(nbytes, ours_ms), "speed_vs_torch": theirs_ms / ours_ms})
+        rows.append({"op": f"{op} (torch)", "bytes": nbytes, "ms": theirs_ms,
+                     "GB/s": gbps(nbytes, theirs_ms)})
+
+    def close(got: gp.GPUArray, want: torch.Tensor, rtol: float) -> Callable[[], None]:
+        def check() -> None:
+            np.testing.assert_allclose(got.to_numpy().astype(np.float64),
+                                       want.float().cpu().numpy().astype(np.float64),
+                                       rtol=rtol, atol=rtol)
+        return check
+
+    gz = gp.empty(n)
+    tz = torch.empty_like(tx)
+    row("add f32", 12 * n, lambda: gp.add(gx, gy, out=gz), lambda: torch.add(tx, ty, out=tz),
+        lambda: (gp.add(gx, gy, out=gz), close(gz, tx + ty, 1e-6)())[1])
+    row("multiply f32 by scalar", 8 * n, lambda: gp.multiply(gx, 1.5, out=gz),
+        lambda: torch.mul(tx, 1.5, out=tz),
+        lambda: (gp.multiply(gx, 1.5, out=gz), close(gz, tx * 1.5, 1e-6)())[1])
+    gz2, tz2 = gz.reshape(-1, cols), tz.view(-1, cols)
+    row("add f32 broadcast row", 8 * n, lambda: gp.add(gx2, gb, out=gz2),
+        lambda: torch.add(tx2, tb, out=tz2),
+        lambda: (gp.add(gx2, gb, out=gz2), close(gz2, tx2 + tb, 1e-6)())[1])
+    row("gelu(tanh) f32", 8 * n, lambda: gp.gelu(gx, approximate="tanh", out=gz),
+        lambda: torch.nn.functional.gelu(tx, approximate="tanh"),
+        lambda: (gp.gelu(gx, approximate="tanh", out=gz),
+                 close(gz, torch.nn.functional.gelu(tx, approximate="tanh"), 1e-5)())[1])
+    g16 = gp.empty(n, gp.bfloat16)
+    row("cast f32->bf16", 6 * n, lambda: gx.astype(gp.bfloat16),
+        lambda: tx.to(torch.bfloat16), lambda: None)
+    gxb, gyb = gx.astype(gp.bfloat16), gy.astype(gp.bfloat16)
+    txb, tyb = tx.to(torch.bfloat16), ty.to(torch.bfloat16)
+    row("add bf16", 6 * n, lambda: gp.add(gxb, gyb, out=g16), lambda: torch.add(txb, tyb),
+        lambda: (gp.add(gxb, gyb, out=g16), close(g16, txb + tyb, 1e-2)())[1])
+    row("sum f32 (all)", 4 * n, lambda: gx.sum(), lambda: tx.sum(),
+        close(gx.sum(), tx.double().sum(), 1e-4))
+    row("max f32 (all)", 4 * n, lambda: gx.max(), lambda: tx.max(), close(gx.max(), tx.max(), 0))
+    row("sum f32 (last axis, 4096)", 4 * n, lambda: gx2.sum(axis=-1),
+        lambda: tx2.sum(dim=-1), close(gx2.sum(axis=-1), tx2.double().sum(dim=-1), 1e-4))
+    row("max f32 (last axis, 4096)", 4 * n, lambda: gx2.max(axis=-1),
+        lambda: tx2.amax(dim=-1), close(gx2.max(axis=-1), tx2.amax(dim=-1), 0))
+
+    w_h = rng.uniform(0.5, 2.0, cols).astype(np.float32)
+    gw, tw = gp.from_numpy(w_h), torch.from_numpy(w_h).cuda()
+    row("softmax f32 (last axis, 4096)", 8 * n, lambda: gp.softmax(gx2),
+        lambda: torch.softmax(tx2, dim=-1), close(gp.softmax(gx2), torch.softmax(tx2, -1), 1e-5))
+    row("layer_norm f32 (last axis, 4096)", 8 * n, lambda: gp.layer_norm(gx2, gw, gb),
+        lambda: torch.nn.functional.layer_norm(tx2, (cols,), tw, tb),
+        close(gp.layer_norm(gx2, gw, gb),
+              torch.nn.functional.layer_norm(tx2, (cols,), tw, tb), 1e-4))
+
+    for r in rows:
+        r["pct_of_copy"] = 100 * r["GB/s"] / ceiling
+    driver = None
+    try:
+        import pygpukit_driver as drv
+
+        v = drv.driver_version()
+        driver = f"{v // 1000}.{v % 1000 // 10}"
+    except Exception:  # the driver binding is optional here
+        pass
+    report = {
+        "benchmark": "math",
+        "device": torch.cuda.get_device_name(),
+        "driver_cuda_version": driver,
+        "torch": torch.__version__,
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
+        "operand_mib": args.mib,
+        "repeat": args.repeat,
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"{report['device']}  {args.mib} MiB float32 operands, median of {args.repeat}")
+    for r in rows:
+        extra = f"  x{r['speed_vs_torch']:.3f} vs torch" if "speed_vs_torch" in r else ""
+        print(f"  {r['op']:40} {r['ms']:8.3f} ms {r['GB/s']:8.1f} GB/s "
+              f"{r['pct_of_copy']:6.1f}% of copy{extra}")
+
+
+if __name__ == "__main__":
+    main()

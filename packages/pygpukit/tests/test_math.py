@@ -1,0 +1,392 @@
+"""Elementwise math on both backends vs NumPy (computed in float64 for floating results).
+
+Tolerances (relative, plus the same absolute near zero), written down per result dtype:
+float16 2e-3 (two ulps), bfloat16 1.6e-2 (two ulps), float32 2e-6 (transcendentals: 1e-5),
+float64 1e-12; integer and bool results are exact.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pygpukit as gp
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+TOL = {np.dtype(np.float16): 2e-3, BF16: 1.6e-2, np.dtype(np.float32): 2e-6,
+       np.dtype(np.float64): 1e-12}
+TRANSCENDENTAL_TOL = {np.dtype(np.float32): 1e-5}
+FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
+INTS = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.int32, np.int64)]
+SHAPES = [(0,), (1,), (7,), (3, 5), (2, 1, 9), ()]
+
+
+def rand(shape: tuple[int, ...], dtype: np.dtype[Any], seed: int = 0, *,
+         positive: bool = False) -> np.ndarray:
+    """Random values (never zero) representable in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        lo = 1 if positive or dtype.kind == "u" else -9
+        v = rng.integers(lo, 10, shape)
+        v[v == 0] = 3
+        return v.astype(dtype)
+    v = rng.uniform(0.25, 4.0, shape)
+    if not positive:
+        v *= rng.choice([-1.0, 1.0], shape)
+    return v.astype(dtype)
+
+
+def check(got: gp.GPUArray, expected: np.ndarray, *, tol: float | None = None) -> None:
+    host = got.to_numpy()
+    assert host.dtype == expected.dtype, (host.dtype, expected.dtype)
+    assert host.shape == expected.shape
+    if expected.dtype in TOL:
+        t = tol if tol is not None else TOL[expected.dtype]
+        np.testing.assert_allclose(host.astype(np.float64), expected.astype(np.float64),
+                                   rtol=t, atol=t, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(host, expected)
+
+
+def reference(ufunc: Any, *args: Any) -> np.ndarray:
+    """NumPy's result dtype, floating values computed in float64."""
+    with np.errstate(all="ignore"):
+        exact = ufunc(*args)
+        if np.asarray(exact).dtype in TOL:
+            wide = [a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args]
+            return np.asarray(ufunc(*wide)).astype(np.asarray(exact).dtype)
+        return np.asarray(exact)
+
+
+ARITH = ["add", "subtract", "multiply", "divide", "maximum", "minimum"]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=str)
+@pytest.mark.parametrize("op", ARITH)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_arithmetic_matches_numpy(backend: str, op: str, dtype: np.dtype[Any],
+                                  shape: tuple[int, ...]) -> None:
+    a, b = rand(shape, dtype, 1), rand(shape, dtype, 2)
+    got = getattr(gp, op)(gp.from_numpy(a), gp.from_numpy(b))
+    check(got, reference(getattr(np, "true_divide" if op == "divide" else op), a, b))
+
+
+@pytest.mark.parametrize("op", ["power", "floor_divide", "remainder", "bitwise_and",
+                                "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+                                "logical_xor", "equal", "not_equal", "less", "less_equal",
+                                "greater", "greater_equal"])
+@pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.int32), np.dtype(np.int64),
+                                   np.dtype(np.float32), np.dtype(np.float64),
+                                   np.dtype(np.float16), BF16], ids=str)
+def test_other_binary_ops_match_numpy(backend: str, op: str, dtype: np.dtype[Any]) -> None:
+    positive = op == "power"
+    a, b = rand((4, 33), dtype, 3, positive=positive), rand((4, 33), dtype, 4, positive=positive)
+    if op == "power" and dtype.kind in "iu":
+        b = (np.abs(b.astype(np.int64)) % 4).astype(dtype)
+    fn = getattr(np, op)
+    if op.startswith("bitwise") and dtype.kind not in "iu":
+        with pytest.raises(TypeError, match=op):
+            getattr(gp, op)(gp.from_numpy(a), gp.from_numpy(b))
+        return
+    tol = 1e-5 if op == "power" and dtype == np.float32 else None
+    check(getattr(gp, op)(gp.from_numpy(a), gp.from_numpy(b)), reference(fn, a, b), tol=tol)
+
+
+def test_broadcasting_and_strided_views(backend: str) -> None:
+    a = rand((6, 1, 10), np.dtype(np.float32), 5)
+    b = rand((4, 20), np.dtype(np.float32), 6)
+    ga, gb = gp.from_numpy(a), gp.from_numpy(b)
+    check(ga + gb[:, ::2], reference(np.add, a, b[:, ::2]))
+    check(ga[::-2] * gb.T[::2, :1].T, reference(np.multiply, a[::-2], b.T[::2, :1].T))
+    with pytest.raises(ValueError, match="broadcast"):
+        ga + gb
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS + [np.dtype(np.bool_)], ids=str)
+@pytest.mark.parametrize("scalar", [2, 1.5, True])
+def test_weak_scalars_follow_nep50(backend: str, dtype: np.dtype[Any], scalar: Any) -> None:
+    a = rand((9,), dtype, 7)
+    ga = gp.from_numpy(a)
+    for left in (False, True):
+        try:
+            expected = reference(np.add, scalar, a) if left else reference(np.add, a, scalar)
+        except TypeError:
+            continue
+        got = (scalar + ga) if left else (ga + scalar)
+        check(got, expected)
+    check(ga * scalar, reference(np.multiply, a, scalar))
+    check(ga < scalar, reference(np.less, a, scalar))
+
+
+def test_python_int_out_of_range_raises_overflow(backend: str) -> None:
+    with pytest.raises(OverflowError, match="300"):
+        gp.from_numpy(np.ones(3, np.uint8)) + 300
+
+
+def test_mixed_dtype_promotion(backend: str) -> None:
+    a, b = rand((5,), np.dtype(np.int8), 1), rand((5,), np.dtype(np.float16), 2)
+    check(gp.from_numpy(a) + gp.from_numpy(b), reference(np.add, a, b))
+    c = rand((5,), BF16, 3)
+    check(gp.from_numpy(c) * gp.from_numpy(b), reference(np.multiply, c, b))
+    d = rand((5,), np.dtype(np.int32), 4)
+    check(gp.from_numpy(d) / gp.from_numpy(a), reference(np.true_divide, d, a))
+
+
+def test_out_and_in_place(backend: str) -> None:
+    a, b = rand((3, 4), np.dtype(np.float32), 1), rand((4,), np.dtype(np.float32), 2)
+    ga = gp.from_numpy(a)
+    out = gp.empty((3, 4), np.float16)
+    r = gp.multiply(ga, gp.from_numpy(b), out=out)
+    assert r is out
+    check(out, reference(np.multiply, a, b).astype(np.float16))
+    ga += gp.from_numpy(b)
+    ga *= 2
+    check(ga, ((a + b) * 2).astype(np.float32))
+    gi = gp.from_numpy(np.arange(1, 5, dtype=np.int32))
+    with pytest.raises(TypeError, match="same_kind"):
+        gi /= 2
+    with pytest.raises(ValueError, match="shape"):
+        gp.add(ga, ga, out=gp.empty((4,), np.float32))
+    v = gp.from_numpy(np.arange(8, dtype=np.float64))
+    v[1:] += v[:-1]  # overlapping out: staged, NumPy's result
+    expected = np.arange(8, dtype=np.float64)
+    expected[1:] = expected[1:] + np.arange(7, dtype=np.float64)
+    check(v, expected)
+
+
+def test_operators(backend: str) -> None:
+    a, b = rand((7,), np.dtype(np.int32), 1), rand((7,), np.dtype(np.int32), 2)
+    ga, gb = gp.from_numpy(a), gp.from_numpy(b)
+    check(ga - gb, a - b)
+    check(ga // gb, a // b)
+    check(ga % gb, a % b)
+    check(ga & gb, a & b)
+    check(ga | gb, a | b)
+    check(ga ^ gb, a ^ b)
+    check(-ga, -a)
+    check(abs(ga), abs(a))
+    check(~ga, ~a)
+    check(ga == gb, a == b)
+    check(ga != gb, a != b)
+    check(ga >= 0, a >= 0)
+    check(10 - ga, 10 - a)
+    check(gp.sub(ga, gb), a - b)
+    check(gp.mul(ga, gb), a * b)
+    check(gp.div(ga, gb), a / b)
+    with pytest.raises(TypeError):
+        ga + "x"  # type: ignore[operator]
+    with pytest.raises(TypeError, match="GPUArray"):
+        gp.add(1, 2)
+
+
+UNARY = ["negative", "absolute", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tanh",
+         "floor", "ceil", "rint", "sign", "isnan", "isinf", "square", "reciprocal"]
+POSITIVE_ONLY = {"log", "log1p", "sqrt"}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_matches_numpy(backend: str, op: str, dtype: np.dtype[Any]) -> None:
+    a = rand((3, 17), dtype, 8, positive=op in POSITIVE_ONLY)
+    tol = TRANSCENDENTAL_TOL.get(dtype)
+    check(getattr(gp, op)(gp.from_numpy(a)[:, ::2]), reference(getattr(np, op), a[:, ::2]),
+          tol=tol)
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_unary_on_integers(backend: str, dtype: np.dtype[Any]) -> None:
+    a = rand((11,), dtype, 9)
+    ga = gp.from_numpy(a)
+    for op in ("negative", "absolute", "sign", "square", "isnan", "exp", "sqrt", "invert",
+               "reciprocal", "floor", "rint"):
+        check(getattr(gp, op)(ga), reference(getattr(np, op), a), tol=1e-5)
+    with pytest.raises(TypeError, match="negative"):
+        gp.negative(gp.from_numpy(np.ones(2, bool)))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    from math import erf
+
+    return 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_activations(backend: str, dtype: np.dtype[Any]) -> None:
+    a = rand((5, 13), dtype, 10)
+    x = a.astype(np.float64)
+    ga = gp.from_numpy(a)
+    tol = TRANSCENDENTAL_TOL.get(dtype, TOL[dtype])
+    check(gp.sigmoid(ga), _sigmoid(x).astype(dtype), tol=tol)
+    check(gp.silu(ga), (x * _sigmoid(x)).astype(dtype), tol=tol)
+    check(gp.relu(ga), np.maximum(x, 0).astype(dtype))
+    check(gp.gelu(ga), _gelu_erf(x).astype(dtype), tol=tol)
+    check(gp.gelu(ga, approximate="tanh"), _gelu_tanh(x).astype(dtype), tol=tol)
+    check(gp.rsqrt(gp.abs(ga)), (1 / np.sqrt(np.abs(x))).astype(dtype), tol=tol)
+    with pytest.raises(ValueError, match="approximate"):
+        gp.gelu(ga, approximate="fast")
+
+
+def test_round_is_half_to_even(backend: str) -> None:
+    a = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4, 2.6], np.float32)
+    check(gp.round(gp.from_numpy(a)), np.round(a))
+
+
+def test_where_and_clip(backend: str) -> None:
+    a, b = rand((4, 6), np.dtype(np.float32), 1), rand((6,), np.dtype(np.float16), 2)
+    cond = a > 0
+    ga, gb = gp.from_numpy(a), gp.from_numpy(b)
+    check(gp.where(gp.from_numpy(cond), ga, gb), np.where(cond, a, b))
+    check(gp.where(ga > 0, ga, 0.0), np.where(cond, a, np.float32(0.0)))
+    check(gp.where(ga, 1, gb), np.where(a, np.float16(1), b))
+    check(gp.clip(ga, -1.0, 2.0), np.clip(a, -1.0, 2.0))
+    check(gp.clip(ga, None, 0.5), np.clip(a, None, np.float32(0.5)))
+    check(gp.maximum(gp.from_numpy(np.array([np.nan, 1.0])), 0.0), np.array([np.nan, 1.0]))
+
+
+REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "argmax", "argmin", "any",
+              "all"]
+RED_SHAPES = [((1,), None), ((7,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 3, 4), (0, 2)),
+              ((2, 3, 4), None), ((4, 1, 6), -1), ((70000,), None), ((3, 40000), 1), ((0, 3), 1)]
+
+
+def _reduction_tol(name: str, dtype: np.dtype[Any], n: int) -> float | None:
+    if dtype == np.float32 and name in ("sum", "mean", "var", "std", "prod"):
+        return 1e-5 if n < 1000 else 1e-4
+    if dtype == np.float64:
+        return 1e-10
+    return None
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64),
+                                   np.dtype(np.float16), BF16, np.dtype(np.int32),
+                                   np.dtype(np.int8), np.dtype(np.bool_)], ids=str)
+@pytest.mark.parametrize(("shape", "axis"), RED_SHAPES, ids=str)
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reductions_match_numpy(backend: str, name: str, dtype: np.dtype[Any],
+                                shape: tuple[int, ...], axis: Any) -> None:
+    if name.startswith("arg") and isinstance(axis, tuple):  # NumPy takes an int axis only
+        with pytest.raises(TypeError, match="int or None"):
+            getattr(gp, name)(gp.from_numpy(rand(shape, dtype, 11)), axis=axis)
+        return
+    if name == "prod":
+        x = rand(shape, dtype, 11, positive=True)
+        if dtype.kind == "f" or dtype == BF16:
+            x = (1 + (x.astype(np.float64) - 1) / 1e3).astype(dtype)  # products stay finite
+    else:
+        x = rand(shape, dtype, 11)
+    gx = gp.from_numpy(x)
+    numpy_fn = getattr(np, name)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            exact = np.asarray(numpy_fn(x, axis=axis))
+            wide = np.asarray(numpy_fn(x.astype(np.float64) if x.dtype in TOL else x,
+                                       axis=axis))
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc).split(" ")[0]):
+            getattr(gp, name)(gx, axis=axis)
+        return
+    result_dtype = np.dtype(np.int64) if exact.dtype == np.uint64 else exact.dtype
+    got = getattr(gp, name)(gx, axis=axis)
+    n = max(1, x.size)
+    if name.startswith("arg"):
+        check(got, exact)  # exact: the first extreme, ties included
+        return
+    with np.errstate(over="ignore"):
+        expected = wide.astype(result_dtype)
+    check(got, expected, tol=_reduction_tol(name, dtype, n))
+
+
+def test_reductions_keepdims_methods_and_errors(backend: str) -> None:
+    x = rand((3, 4, 5), np.dtype(np.float32), 12)
+    gx = gp.from_numpy(x)
+    check(gx.sum(axis=(0, 2), keepdims=True), x.astype(np.float64).sum(axis=(0, 2),
+                                                                       keepdims=True)
+          .astype(np.float32), tol=1e-5)
+    check(gx[:, ::2, ::-1].max(axis=1), x[:, ::2, ::-1].max(axis=1))
+    check(gx.argmin(axis=1, keepdims=True), x.argmin(axis=1, keepdims=True))
+    check(gx.var(ddof=1), np.asarray(x.astype(np.float64).var(ddof=1)).astype(np.float32),
+          tol=1e-5)
+    check(gx.any(axis=0), x.any(axis=0))
+    check(gx.all(), np.asarray(x.all()))
+    assert gx.sum().dtype == np.float32 and gx.mean().item() == pytest.approx(x.mean(), 1e-5)
+    with pytest.raises(ValueError, match="duplicate"):
+        gx.sum(axis=(0, 0))
+    with pytest.raises(IndexError, match="out of bounds"):
+        gx.sum(axis=3)
+    with pytest.raises(TypeError, match="int or None"):
+        gp.argmax(gx, axis=(0, 1))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="empty"):
+        gp.argmax(gp.empty((0,)))
+    nan = gp.from_numpy(np.array([1.0, np.nan, 3.0, np.nan], np.float32))
+    assert np.isnan(nan.max().item()) and nan.argmax().item() == 1
+
+
+def test_reductions_are_deterministic(backend: str) -> None:
+    x = gp.from_numpy(rand((300000,), np.dtype(np.float32), 13))
+    first = x.sum().item()
+    assert all(x.sum().item() == first for _ in range(5))
+
+
+def test_reduction_out_and_strided_out(backend: str) -> None:
+    x = rand((4, 6), np.dtype(np.float32), 14)
+    gx = gp.from_numpy(x)
+    out = gp.zeros((4, 2), np.float64)
+    view = out[:, 1]  # strided: written through a temporary
+    assert gp.sum(gx, axis=1, out=view) is view
+    check(out, np.stack([np.zeros(4), x.astype(np.float64).sum(axis=1)], axis=1)
+          .astype(np.float64), tol=1e-5)
+    with pytest.raises(ValueError, match="shape"):
+        gp.max(gx, axis=0, out=gp.empty((4,)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_softmax_and_norms(backend: str, dtype: np.dtype[Any]) -> None:
+    x = rand((3, 4, 33), dtype, 15)
+    w, b = rand((33,), dtype, 16), rand((33,), dtype, 17)
+    xd, wd, bd = (v.astype(np.float64) for v in (x, w, b))
+    gx = gp.from_numpy(x)
+    tol = {np.dtype(np.float32): 1e-5}.get(dtype, TOL[dtype] * 2)
+    e = np.exp(xd - xd.max(-1, keepdims=True))
+    check(gp.softmax(gx), (e / e.sum(-1, keepdims=True)).astype(dtype), tol=tol)
+    e0 = np.exp(xd - xd.max(0, keepdims=True))
+    check(gp.softmax(gx, axis=0), (e0 / e0.sum(0, keepdims=True)).astype(dtype), tol=tol)
+    lsm = xd - xd.max(-1, keepdims=True)
+    lsm = lsm - np.log(np.exp(lsm).sum(-1, keepdims=True))
+    check(gp.log_softmax(gx), lsm.astype(dtype), tol=tol * 4)
+    mu, var = xd.mean(-1, keepdims=True), xd.var(-1, keepdims=True)
+    ln = (xd - mu) / np.sqrt(var + 1e-5) * wd + bd
+    check(gp.layer_norm(gx, gp.from_numpy(w), gp.from_numpy(b)), ln.astype(dtype), tol=tol * 4)
+    rms = xd / np.sqrt((xd * xd).mean(-1, keepdims=True) + 1e-6) * wd
+    check(gp.rms_norm(gx, gp.from_numpy(w)), rms.astype(dtype), tol=tol * 4)
+    with pytest.raises(TypeError, match="floating"):
+        gp.softmax(gp.from_numpy(np.ones(3, np.int32)))
+
+
+def test_concatenate_and_stack(backend: str) -> None:
+    a, b = rand((2, 3), np.dtype(np.float32), 18), rand((4, 3), np.dtype(np.float16), 19)
+    ga, gb = gp.from_numpy(a), gp.from_numpy(b)
+    check(gp.concatenate([ga, gb]), np.concatenate([a, b]))
+    check(gp.concatenate([ga.T, gb[::2].T], axis=1), np.concatenate([a.T, b[::2].T], axis=1))
+    check(gp.stack([ga, ga * 2], axis=1), np.stack([a, a * 2], axis=1))
+    check(gp.stack([ga, ga], axis=-1), np.stack([a, a], axis=-1))
+    with pytest.raises(ValueError, match="must match exactly"):
+        gp.concatenate([ga, gb], axis=1)
+    with pytest.raises(ValueError, match="same shape"):
+        gp.stack([ga, gb])
+    with pytest.raises(ValueError, match="at least one"):
+        gp.concatenate([])
