@@ -69,6 +69,7 @@ def test_jit_on_the_cpu_simulation_is_refused(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.gpu
+@pytest.mark.jit
 def test_seed_readme_block_really_scales() -> None:
     if (reason := gpu_ready()) is not None:
         pytest.skip(reason)
@@ -84,6 +85,7 @@ def test_seed_readme_block_really_scales() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.jit
 def test_templates_halves_modules_and_explicit_grid() -> None:
     if (reason := gpu_ready()) is not None:
         pytest.skip(reason)
@@ -112,6 +114,7 @@ def test_templates_halves_modules_and_explicit_grid() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.jit
 def test_compile_errors_and_cache_across_processes(tmp_path: Path) -> None:
     if (reason := gpu_ready()) is not None:
         pytest.skip(reason)

@@ -36,18 +36,33 @@ def add(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
     OverflowError
         If a Python int does not fit the array's integer dtype.
     """
-    if (out is None and type(a) is GPUArray and type(b) is GPUArray and a.dtype is float32
+    if (type(a) is GPUArray and type(b) is GPUArray and a.dtype is float32
             and b.dtype is float32 and a.shape == b.shape and a._rt is b._rt
-            and a.is_contiguous() and b.is_contiguous()):
-        # The common case, with the checks below folded into one test.
+            and a.is_contiguous() and b.is_contiguous()
+            and (out is None or _same_layout_out(out, a, b))):
+        # The common case, with the checks of the general path folded into one test.
         runtime = a._rt
         stream = stream_for_runtime(runtime)
-        target = empty_on(runtime, a.shape, float32, stream)
+        target = out if out is not None else empty_on(runtime, a.shape, float32, stream)
         touch(stream, a, b, written=target)
         if target.size:
             runtime.add_f32(a, b, target, stream)
         return target
     return binary("add", a, b, out)
+
+
+def _same_layout_out(out: Any, a: GPUArray, b: GPUArray) -> bool:
+    """Whether ``out`` can take the fast path.
+
+    That is: contiguous float32 of the operands' shape on their device, and either the very
+    memory of an operand or in another allocation.
+    """
+    if not (type(out) is GPUArray and out.dtype is float32 and out.shape == a.shape
+            and out._rt is a._rt and out.is_contiguous()):
+        return False
+    # (``all`` is this module's reduction; spell the two checks out.)
+    return ((out._block is not a._block or out._offset == a._offset)
+            and (out._block is not b._block or out._offset == b._offset))
 
 
 def _binary_function(name: str) -> Callable[..., GPUArray]:
