@@ -32,3 +32,46 @@ def torch_event() -> Any:
     import torch
 
     return torch.cuda.Event(enable_timing=True)
+
+
+def torch_report(benchmark: str, **fields: Any) -> dict[str, Any]:
+    """The common head of a JSON report: device, driver, torch, date, commit, then ``fields``."""
+    import datetime as dt
+    import os
+
+    import torch
+
+    driver = None
+    try:
+        import pygpukit_driver as drv
+
+        v = drv.driver_version()
+        driver = f"{v // 1000}.{v % 1000 // 10}"
+    except (ImportError, RuntimeError):  # no binding, or no driver: the report says null
+        driver = None
+    return {
+        "benchmark": benchmark,
+        "device": torch.cuda.get_device_name(),
+        "driver_cuda_version": driver,
+        "torch": torch.__version__,
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
+        **fields,
+    }
+
+
+def finish_rows(report: dict[str, Any], rows: list[dict[str, Any]], ceiling: float,
+                out: Any, title: str) -> None:
+    """Add each row's percentage of the copy ceiling, write the JSON, print a table."""
+    import json
+
+    for row in rows:
+        row["pct_of_copy"] = 100 * row["GB/s"] / ceiling
+    report["rows"] = rows
+    out.write_text(json.dumps(report, indent=2))
+    print(title)
+    width = max(len(row["op"]) for row in rows)
+    for row in rows:
+        extra = f"  x{row['speed_vs_torch']:.3f} vs torch" if "speed_vs_torch" in row else ""
+        print(f"  {row['op']:{width}} {row['ms']:8.3f} ms {row['GB/s']:8.1f} GB/s "
+              f"{row['pct_of_copy']:6.1f}% of copy{extra}")

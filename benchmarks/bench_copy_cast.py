@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import datetime as dt
-import json
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from _timing import median_event_ms, torch_event
+from _timing import finish_rows, median_event_ms, torch_event, torch_report
 
 import pygpukit_kernels as pk
 
@@ -106,33 +103,9 @@ def main() -> None:
         lambda: m.t().to(torch.bfloat16, memory_format=torch.contiguous_format),
         "torch .t().to(bfloat16)")
 
-    for row in rows:
-        row["pct_of_copy"] = 100 * row["GB/s"] / ceiling
-    driver = None
-    try:
-        import pygpukit_driver as drv
-
-        v = drv.driver_version()
-        driver = f"{v // 1000}.{v % 1000 // 10}"
-    except Exception:  # the driver binding is optional here
-        pass
-    report = {
-        "benchmark": "copy_cast",
-        "device": torch.cuda.get_device_name(),
-        "driver_cuda_version": driver,
-        "torch": torch.__version__,
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
-        "source_mib": args.mib,
-        "repeat": args.repeat,
-        "rows": rows,
-    }
-    args.out.write_text(json.dumps(report, indent=2))
-    print(f"{report['device']}  {args.mib} MiB float32 source, median of {args.repeat}")
-    for row in rows:
-        extra = f"  x{row['speed_vs_torch']:.3f} vs torch" if "speed_vs_torch" in row else ""
-        print(f"  {row['op']:52} {row['ms']:8.3f} ms {row['GB/s']:8.1f} GB/s "
-              f"{row['pct_of_copy']:6.1f}% of copy_{extra}")
+    report = torch_report("copy_cast", source_mib=args.mib, repeat=args.repeat)
+    finish_rows(report, rows, ceiling, args.out,
+                f"{report['device']}  {args.mib} MiB float32 source, median of {args.repeat}")
 
 
 if __name__ == "__main__":

@@ -14,16 +14,13 @@ stream, torch's with torch events on torch's; 3 warm-ups, median of --repeat.  W
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from _timing import median_event_ms, torch_event
+from _timing import finish_rows, median_event_ms, torch_event, torch_report
 
 import pygpukit as gp
 
@@ -120,33 +117,9 @@ def main() -> None:
         close(gp.layer_norm(gx2, gw, gb),
               torch.nn.functional.layer_norm(tx2, (cols,), tw, tb), 1e-4))
 
-    for r in rows:
-        r["pct_of_copy"] = 100 * r["GB/s"] / ceiling
-    driver = None
-    try:
-        import pygpukit_driver as drv
-
-        v = drv.driver_version()
-        driver = f"{v // 1000}.{v % 1000 // 10}"
-    except Exception:  # the driver binding is optional here
-        pass
-    report = {
-        "benchmark": "math",
-        "device": torch.cuda.get_device_name(),
-        "driver_cuda_version": driver,
-        "torch": torch.__version__,
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
-        "operand_mib": args.mib,
-        "repeat": args.repeat,
-        "rows": rows,
-    }
-    args.out.write_text(json.dumps(report, indent=2))
-    print(f"{report['device']}  {args.mib} MiB float32 operands, median of {args.repeat}")
-    for r in rows:
-        extra = f"  x{r['speed_vs_torch']:.3f} vs torch" if "speed_vs_torch" in r else ""
-        print(f"  {r['op']:40} {r['ms']:8.3f} ms {r['GB/s']:8.1f} GB/s "
-              f"{r['pct_of_copy']:6.1f}% of copy{extra}")
+    report = torch_report("math", operand_mib=args.mib, repeat=args.repeat)
+    finish_rows(report, rows, ceiling, args.out,
+                f"{report['device']}  {args.mib} MiB float32 operands, median of {args.repeat}")
 
 
 if __name__ == "__main__":
