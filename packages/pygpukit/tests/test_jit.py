@@ -133,3 +133,26 @@ def test_compile_errors_and_cache_across_processes(tmp_path: Path) -> None:
     second = subprocess.run([sys.executable, "-c", code % str(src_file)], env=env,
                             capture_output=True, text=True, check=True).stdout.split()
     assert first == second == ["3.0", "1"]  # the second process hit the first one's entry
+
+
+def test_driver_refusing_newer_ptx_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    import pygpukit_driver as drv
+
+    def refuse(image: bytes) -> None:
+        raise drv.error_class(222)(222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+                                   "the provided PTX was compiled with an unsupported toolchain",
+                                   "cuModuleLoadDataEx")
+
+    monkeypatch.setattr(drv.Module, "load_data", staticmethod(refuse))
+    monkeypatch.setattr(drv, "driver_version", lambda: 13000)
+    runtime = types.SimpleNamespace(activate=lambda: None)
+    result = types.SimpleNamespace(binary=b".version 9.9\0")
+    fake_nvrtc = types.SimpleNamespace(version=lambda: (13, 5))
+    with pytest.raises(RuntimeError) as info:
+        _jit._load(runtime, result, fake_nvrtc)
+    message = str(info.value)
+    assert "CUDA 13.0" in message and "NVRTC 13.5" in message
+    assert "pip install 'nvidia-cuda-nvrtc==13.0.*'" in message
+    assert isinstance(info.value.__cause__, drv.CudaError)
