@@ -270,17 +270,23 @@ def rms_norm(x: GPUArray, weight: GPUArray | None = None, eps: float = 1e-6) -> 
     return y.astype(x.dtype, copy=False)
 
 
+def _array_list(arrays: Any, op: str) -> list[GPUArray]:
+    """The non-empty list of GPUArrays that ``concatenate``/``stack`` take, or a clear error."""
+    items = list(arrays)
+    if not items:
+        raise ValueError(f"need at least one array to {op}")
+    for item in items:
+        if not isinstance(item, GPUArray):
+            raise TypeError(f"{op}: expected GPUArrays; got {type(item).__name__}")
+    return items
+
+
 def concatenate(arrays: Any, axis: int = 0) -> GPUArray:
     """Join arrays along an existing axis (NumPy's ``concatenate``; dtypes promoted)."""
     from pygpukit import _layout
     from pygpukit._transfer import check_same_device, copy_into
 
-    items = list(arrays)
-    if not items:
-        raise ValueError("need at least one array to concatenate")
-    for item in items:
-        if not isinstance(item, GPUArray):
-            raise TypeError(f"concatenate: expected GPUArrays; got {type(item).__name__}")
+    items = _array_list(arrays, "concatenate")
     runtime = check_same_device(*items, op="concatenate")
     ndim = items[0].ndim
     if ndim == 0:
@@ -308,14 +314,9 @@ def stack(arrays: Any, axis: int = 0) -> GPUArray:
     """Join arrays along a new axis (NumPy's ``stack``)."""
     from pygpukit import _layout
 
-    items = list(arrays)
-    if not items:
-        raise ValueError("need at least one array to stack")
-    for item in items:
-        if not isinstance(item, GPUArray):
-            raise TypeError(f"stack: expected GPUArrays; got {type(item).__name__}")
-        if item.shape != items[0].shape:
-            raise ValueError("all input arrays must have the same shape")
+    items = _array_list(arrays, "stack")
+    if builtins.any(item.shape != items[0].shape for item in items):
+        raise ValueError("all input arrays must have the same shape")
     ax = _layout.normalize_axis(axis, items[0].ndim + 1)
     return concatenate([item.expand_dims(ax) for item in items], axis=ax)
 
