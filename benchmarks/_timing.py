@@ -27,6 +27,25 @@ def median_event_ms(fn: Callable[[], object], repeat: int,
     return statistics.median(samples)
 
 
+def burst_us(loop: Callable[[int], object], sync: Callable[[], object], rounds: int,
+             k: int = 256) -> float:
+    """Median host µs per call of ``loop(k)``: a burst too short to fill the launch queue.
+
+    ``sync`` waits for the stream first, so each burst starts with an empty queue and measures
+    the host's cost alone.
+    """
+    import time
+
+    samples = []
+    for _ in range(rounds):
+        sync()
+        t0 = time.perf_counter()
+        loop(k)
+        samples.append((time.perf_counter() - t0) / k * 1e6)
+    sync()
+    return statistics.median(samples)
+
+
 def torch_event() -> Any:
     """A timing CUDA event of torch."""
     import torch

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _timing import burst_us
+
 import pygpukit_driver as drv
 
 CUDA_SRC = 'extern "C" __global__ void empty3(float* a, float* b, int n) {}\n'
@@ -88,14 +90,7 @@ def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
     end.synchronize()
     out["gpu_us_per_kernel"] = start.elapsed_time(end) * 1e3 / n
     # A short burst that cannot fill the launch queue: host cost alone.
-    bursts = []
-    for _ in range(rounds):
-        s.synchronize()
-        t0 = time.perf_counter()
-        loop_launcher(256)
-        bursts.append((time.perf_counter() - t0) / 256 * 1e6)
-    out["burst256_us_median"] = statistics.median(bursts)
-    s.synchronize()
+    out["burst256_us_median"] = burst_us(loop_launcher, s.synchronize, rounds)
     start.close()
     end.close()
 

@@ -231,6 +231,18 @@ __device__ __forceinline__ void store_pack(T* p, const Pack<T, N>& v) {
   for (int k = 0; k < B / WB; ++k) wp[k] = wv[k];
 }
 
+// The same with streaming stores (st.global.cs: evict-first, for write-only outputs).
+template <typename T, int N>
+__device__ __forceinline__ void store_pack_cs(T* p, const Pack<T, N>& v) {
+  constexpr int B = sizeof(T) * N;
+  constexpr int WB = B < 16 ? B : 16;
+  using W = typename Word<WB>::T;
+  W* wp = reinterpret_cast<W*>(p);
+  const W* wv = reinterpret_cast<const W*>(&v);
+#pragma unroll
+  for (int k = 0; k < B / WB; ++k) __stcs(wp + k, wv[k]);
+}
+
 template <class S, class D>
 constexpr int vec_elems() {  // the wider side moves 32 bytes per thread
   constexpr int w = sizeof(typename S::T) > sizeof(typename D::T) ? sizeof(typename S::T)
@@ -238,23 +250,50 @@ constexpr int vec_elems() {  // the wider side moves 32 bytes per thread
   return 32 / w;
 }
 
-// Needs src and dst aligned to min(16, N * element size) bytes.
+// Needs src and dst aligned to min(16, N * element size) bytes.  Each thread converts `unroll`
+// (1..kCastMaxUnroll) packs per step, all loads of a step issued before the first store.
+constexpr int kCastMaxUnroll = 4;
+
+inline int cast_unroll() {  // PGK_TUNE_CAST_UNROLL overrides, for benchmarks
+  static const int u = tune_knob("PGK_TUNE_CAST_UNROLL", 2, 1, kCastMaxUnroll);
+  return u;
+}
+
+inline int cast_cs() {  // streaming stores; PGK_TUNE_CAST_CS=0 turns them off, for benchmarks
+  static const int c = tune_knob("PGK_TUNE_CAST_CS", 1, 0, 1);
+  return c;
+}
+
 template <class S, class D>
 __global__ void __launch_bounds__(kBlock)
 cast_contig_kernel(const typename S::T* __restrict__ src, typename D::T* __restrict__ dst,
-                   int64_t n) {
+                   int64_t n, int unroll, int cs) {
   constexpr int N = vec_elems<S, D>();
+  constexpr int MU = (sizeof(typename S::T) == 8 || sizeof(typename D::T) == 8) ? 2 : kCastMaxUnroll;
+  pdl_enter();
   const int64_t nvec = n / N;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t j = tid; j < nvec; j += stride) {
-    const Pack<typename S::T, N> in = load_pack<typename S::T, N>(src + j * N);
-    Pack<typename D::T, N> out;
+  const int64_t step = static_cast<int64_t>(kBlock) * unroll;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * step; base < nvec;
+       base += static_cast<int64_t>(gridDim.x) * step) {
+    Pack<typename S::T, N> in[MU];
 #pragma unroll
-    for (int k = 0; k < N; ++k) out.v[k] = convert<S, D>(in.v[k]);
-    store_pack<typename D::T, N>(dst + j * N, out);
+    for (int u = 0; u < MU; ++u) {
+      const int64_t j = base + u * static_cast<int64_t>(kBlock) + threadIdx.x;
+      if (u < unroll && j < nvec) in[u] = load_pack<typename S::T, N>(src + j * N);
+    }
+#pragma unroll
+    for (int u = 0; u < MU; ++u) {
+      const int64_t j = base + u * static_cast<int64_t>(kBlock) + threadIdx.x;
+      if (u < unroll && j < nvec) {
+        Pack<typename D::T, N> out;
+#pragma unroll
+        for (int k = 0; k < N; ++k) out.v[k] = convert<S, D>(in[u].v[k]);
+        if (cs) store_pack_cs<typename D::T, N>(dst + j * N, out);
+        else store_pack<typename D::T, N>(dst + j * N, out);
+      }
+    }
   }
-  const int64_t tail = nvec * N + tid;
+  const int64_t tail = nvec * N + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (tail < n) dst[tail] = convert<S, D>(src[tail]);
 }
 
@@ -272,9 +311,12 @@ inline int launch_cast(const Plan& p, bool contiguous, cudaStream_t stream) {
   constexpr int64_t sa = sizeof(ST) * N < 16 ? sizeof(ST) * N : 16;
   constexpr int64_t da = sizeof(DT_) * N < 16 ? sizeof(DT_) * N : 16;
   if (contiguous && aligned_to(p.src, sa) && aligned_to(p.dst, da)) {
-    const int64_t work = (p.n + N - 1) / N;
-    cast_contig_kernel<S, D><<<grid_for(work, kBlock), kBlock, 0, stream>>>(
-        reinterpret_cast<const ST*>(p.src), reinterpret_cast<DT_*>(p.dst), p.n);
+    constexpr int MU = (sizeof(ST) == 8 || sizeof(DT_) == 8) ? 2 : kCastMaxUnroll;
+    const int unroll = cast_unroll() < MU ? cast_unroll() : MU;
+    const int64_t work = (p.n / N + unroll - 1) / unroll;
+    launch_k(cast_contig_kernel<S, D>, grid_for(work, kBlock), kBlock, stream,
+             reinterpret_cast<const ST*>(p.src), reinterpret_cast<DT_*>(p.dst), p.n, unroll,
+             cast_cs());
     return launch_status();
   }
   if (transpose_like(p, sizeof(ST), sizeof(DT_))) {

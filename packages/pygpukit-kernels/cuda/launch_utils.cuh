@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <utility>
 
 namespace pgk {
 
@@ -12,6 +15,72 @@ inline unsigned grid_for(int64_t work_items, unsigned block) {
   const int64_t cap = int64_t{1} << 20;
   if (blocks > cap) blocks = cap;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// An integer tuning knob from the environment (read once per call site by the caller's static),
+// for benchmarking variants of a launch configuration; `dflt` when unset or out of [lo, hi].
+inline int tune_knob(const char* name, int dflt, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return dflt;
+  const long x = std::strtol(v, nullptr, 10);
+  return (x < lo || x > hi) ? dflt : static_cast<int>(x);
+}
+
+// ---- programmatic dependent launch (PDL, compute capability 9.0+) ----
+// A kernel launched with launch_k may be scheduled while the kernel before it in the stream is
+// still finishing (its blocks wait in pdl_enter, before touching memory, until that kernel has
+// completed and its writes are visible), which hides the launch gap between back-to-back
+// kernels.  Kernels launched this way must call pdl_enter() before any global memory access;
+// it is a no-op when the kernel was launched without the attribute or below sm_90.
+__device__ __forceinline__ void pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether the current device takes PDL launches (PGK_TUNE_PDL=0 turns them off, for benchmarks).
+inline bool pdl_enabled() {
+  static const int knob = tune_knob("PGK_TUNE_PDL", 1, 0, 1);
+  if (!knob) return false;
+  static std::atomic<signed char> cache[64];  // 0 unknown, 1 yes, -1 no
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  signed char c = cache[dev].load(std::memory_order_relaxed);
+  if (c == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      cudaGetLastError();
+      major = 0;
+    }
+    c = major >= 9 ? 1 : -1;
+    cache[dev].store(c, std::memory_order_relaxed);
+  }
+  return c > 0;
+}
+
+// kernel<<<grid, block, 0, stream>>>(args...), with the PDL attribute where the device takes it.
+template <typename... KArgs, typename... Args>
+inline void launch_k(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream,
+                     Args&&... args) {
+  if (pdl_enabled()) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  } else {
+    kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+  }
 }
 
 // A launch error (bad configuration, no kernel image for this device...) surfaces here.

@@ -124,6 +124,34 @@ bool dense(const MathPlan& p, const int* sizes) {
   return true;
 }
 
+// Whether a binary op fits the 2-D broadcast kernel (see Bcast2D), and its parameters.
+bool bcast2d_plan(const MathPlan& p, int size, Bcast2D& bc, int64_t& rows, int64_t& cols) {
+  if (p.ndim > 2 || (size != 2 && size != 4 && size != 8)) return false;
+  const int vec = 16 / size;
+  cols = p.shape[0];
+  rows = p.ndim == 2 ? p.shape[1] : 1;
+  if (cols % vec != 0 || p.st[0][0] != size) return false;
+  if (p.ndim == 2 && p.st[0][1] != size * cols) return false;
+  if (reinterpret_cast<uintptr_t>(p.ptr[0]) % 16 != 0) return false;
+  if ((cols / vec) * rows >= (int64_t{1} << 32)) return false;
+  for (int k = 0; k < 2; ++k) {
+    const char* ptr = p.ptr[k + 1];
+    bc.ptr[k] = ptr;
+    bc.row_st[k] = 0;
+    bc.inner_zero[k] = 0;
+    if (ptr == nullptr) continue;
+    const int64_t inner = p.st[k + 1][0];
+    bc.row_st[k] = p.ndim == 2 ? p.st[k + 1][1] : 0;
+    if (inner == 0) {
+      bc.inner_zero[k] = 1;
+    } else if (inner != size || reinterpret_cast<uintptr_t>(ptr) % 16 != 0 ||
+               bc.row_st[k] % 16 != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 }  // namespace pgk
@@ -150,6 +178,21 @@ extern "C" PGK_API int pgk_binary(int op, const void* a, int a_dtype, const int6
   if (plan.n == 0) return 0;
   auto s = static_cast<cudaStream_t>(stream);
   const int scalar_side = a == nullptr ? 1 : (b == nullptr ? 2 : 0);
+  const bool is_float_out = out_dtype == PGK_FLOAT16 || out_dtype == PGK_BFLOAT16 ||
+                            out_dtype == PGK_FLOAT32 || out_dtype == PGK_FLOAT64;
+  const bool same_dtypes = (scalar_side == 1 || a_dtype == out_dtype) &&
+                           (scalar_side == 2 || b_dtype == out_dtype);
+  const bool natural_compute =
+      (out_dtype == PGK_FLOAT64) == (compute_dtype == PGK_FLOAT64) && compute_dtype != PGK_INT64;
+  if (is_float_out && same_dtypes && natural_compute && !dense(plan, sizes)) {
+    Bcast2D bc;
+    int64_t rows = 0, cols = 0;
+    if (bcast2d_plan(plan, sizes[0], bc, rows, cols)) {
+      const int rc = launch_binary_bcast2d_any(out_dtype, op, bc, plan.ptr[0], rows, cols,
+                                               scalar_f, s);
+      if (rc != -1) return rc;
+    }
+  }
   if (dense(plan, sizes) && (scalar_side == 1 || a_dtype == out_dtype) &&
       (scalar_side == 2 || b_dtype == out_dtype)) {
     int rc = -1;
@@ -187,6 +230,13 @@ extern "C" PGK_API int pgk_unary(int op, const void* x, int x_dtype, const int64
   if (const int rc = make_math_plan(2, ptrs, sizes, strides, ndim, shape, plan)) return rc;
   if (plan.n == 0) return 0;
   if (plan.ptr[1] == nullptr) return kInvalid;
+  const bool natural_compute =
+      (out_dtype == PGK_FLOAT64) == (compute_dtype == PGK_FLOAT64) && compute_dtype != PGK_INT64;
+  if (x_dtype == out_dtype && natural_compute && dense(plan, sizes)) {
+    const int rc = launch_unary_fast_any(out_dtype, op, plan.ptr[1], plan.ptr[0], plan.n,
+                                         static_cast<cudaStream_t>(stream));
+    if (rc != -1) return rc;
+  }
   return run_generic(plan, dtypes, op, 1, compute_dtype, 0.0, 0, 0.0, 0,
                      static_cast<cudaStream_t>(stream));
 }

@@ -1,4 +1,5 @@
-// Vectorized fast paths of pgk_binary: contiguous operands of one floating dtype.
+// Vectorized fast paths of pgk_binary: contiguous operands of one floating dtype, and dense
+// rows with a broadcast operand.
 #include "math_kernels.cuh"
 
 namespace pgk {
@@ -12,4 +13,15 @@ PGK_FAST(launch_binary_fast_bf16, TBF16)
 PGK_FAST(launch_binary_fast_f32, TF32)
 PGK_FAST(launch_binary_fast_f64, TF64)
 #undef PGK_FAST
+
+int launch_binary_bcast2d_any(int dtype, int op, const Bcast2D& p, void* out, int64_t rows,
+                              int64_t cols, double sval, cudaStream_t stream) {
+  switch (dtype) {
+    case PGK_FLOAT16: return launch_binary_bcast2d<TF16>(op, p, out, rows, cols, sval, stream);
+    case PGK_BFLOAT16: return launch_binary_bcast2d<TBF16>(op, p, out, rows, cols, sval, stream);
+    case PGK_FLOAT32: return launch_binary_bcast2d<TF32>(op, p, out, rows, cols, sval, stream);
+    case PGK_FLOAT64: return launch_binary_bcast2d<TF64>(op, p, out, rows, cols, sval, stream);
+    default: return -1;
+  }
+}
 }  // namespace pgk

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "pygpukit_kernels.h"
+#include "reduce_fast.cuh"
 #include "reduce_kernels.cuh"
 
 namespace pgk {
@@ -109,6 +110,16 @@ extern "C" PGK_API int pgk_reduce(int op, const void* x, int x_dtype, const int6
     plan.istride[d] = sx[m - 1 - d];
   }
   auto s = static_cast<cudaStream_t>(stream);
+  // A reduced range contiguous in memory, of a floating dtype computed in its natural type:
+  // the vectorized path (sum, mean, prod, max, min).
+  const bool is_float = x_dtype == PGK_FLOAT16 || x_dtype == PGK_BFLOAT16 ||
+                        x_dtype == PGK_FLOAT32 || x_dtype == PGK_FLOAT64;
+  if (is_float && nred > 0 && plan.ninner == 1 && plan.istride[0] == xs &&
+      (compute_dtype == PGK_FLOAT64) == (x_dtype == PGK_FLOAT64)) {
+    const int rc = launch_reduce_fast_any(plan, x, x_dtype, out, out_dtype, op, workspace,
+                                          chunks, s);
+    if (rc != -1) return rc;
+  }
   if (compute_dtype == PGK_FLOAT32) {
     return launch_reduce_f32(plan, x, x_dtype, out, out_dtype, op, ddof, workspace, chunks, s);
   }

@@ -25,11 +25,11 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; callers refuse a library with another value. */
-#define PGK_ABI_VERSION 3
+#define PGK_ABI_VERSION 4
 
 PGK_API int pgk_abi_version(void);
 
-/* JSON object: {"abi": 3, "cuda_archs": "80-real,...,120", "nvcc": "13.0.88"} (static storage). */
+/* JSON object: {"abi": 4, "cuda_archs": "80-real,...,120", "nvcc": "13.0.88"} (static storage). */
 PGK_API const char* pgk_build_info(void);
 
 /* CUDA error name and description for a status returned by a launcher (static storage). */
@@ -183,11 +183,23 @@ enum {
  * axes last; keepdims is a view).  Elements are loaded as `compute_dtype` (PGK_FLOAT32 for
  * half/float32 data, PGK_FLOAT64, or PGK_INT64 for integer sum/prod/max/min/argmax/any/all;
  * mean/var/std need a floating compute type) and the result converted to out_dtype.
- * DETERMINISTIC: no atomics; each output (or chunk) is reduced by one 256-thread block, thread t
- * accumulating elements t, t+256, ... of its range in order, then a fixed shared-memory tree;
- * with chunks > 1 each output's reduced range is split into `chunks` equal ranges whose
- * partials (`workspace`: nout * chunks * 32 bytes, 16-byte aligned) a second kernel combines
- * in the same way.  So results depend on the shape and `chunks` only, never on the device.
+ * DETERMINISTIC: no atomics, and the order of every combination depends only on the shape,
+ * the strides' pattern (which path), the dtype and `chunks`, never on the device or on timing.
+ * With chunks > 1 each output's reduced range is split into `chunks` ranges whose partials
+ * (`workspace`: nout * chunks * 32 bytes, 16-byte aligned) a second kernel combines with a
+ * 256-thread block (thread t takes partials t, t+256, ... in order, then a fixed shared-memory
+ * tree).  Two paths reduce the ranges:
+ *  - vectorized (sum, mean, prod, max, min of float16/bfloat16/float32/float64 computed in
+ *    float32 / float64, reduced dims contiguous in memory): the chunk length is rounded up to a
+ *    multiple of 8 elements; a range is read in groups of V = 16 / element-size consecutive
+ *    elements by TPR threads (a warp when the range has at most 2048 groups, else a 256-thread
+ *    block): thread t adds element e of groups t, t+TPR, ... (in order) into accumulator e;
+ *    then the V accumulators pairwise ((0,1),(2,3).. then pairs of pairs), an xor butterfly
+ *    over the warp (offsets 16..1) and, for a block, the 8 warp values in order.  16-byte
+ *    loads when the range starts 16-byte aligned, single loads otherwise: the same order, so
+ *    the same bits;
+ *  - generic (everything else): one 256-thread block per range, thread t accumulating elements
+ *    t, t+256, ... in order, then a fixed shared-memory tree; equal-length chunks.
  * max/min propagate NaN; argmax/argmin give the C-order flat index (over the reduced dims) of
  * the first maximum / minimum (a NaN counts as the extreme, as in NumPy; an empty range gives
  * 0 — the caller rejects it); var/std combine (count, mean, M2) partials (Chan et al.) and
@@ -197,6 +209,75 @@ PGK_API int pgk_reduce(int op, const void* x, int x_dtype, const int64_t* x_stri
                        const int64_t* shape, int nred_dims, void* out, int out_dtype,
                        const int64_t* out_strides, int compute_dtype, double ddof,
                        void* workspace, int chunks, void* stream);
+
+/* ---- row-wise normalizations (ABI 4) ----
+ *
+ * out[r, :] = f(x[r, :]) for each of `rows` rows of `cols` elements (the last axis):
+ *   PGK_NORM_SOFTMAX:     e = exp(x - max(x)); out = e * (1 / sum(e))
+ *   PGK_NORM_LOG_SOFTMAX: out = (x - max(x)) - log(sum(exp(x - max(x))))
+ *   PGK_NORM_LAYER:       out = (x - mean) * (1 / sqrt(var + eps)) * w + b   (var: divisor cols)
+ *   PGK_NORM_RMS:         out = x * (1 / sqrt(mean(x^2) + eps)) * w
+ * x and out have one floating dtype `dtype` (PGK_FLOAT16, PGK_BFLOAT16, PGK_FLOAT32 or
+ * PGK_FLOAT64); the computation is in float32 (float64 for PGK_FLOAT64) and rounds once into
+ * out.  Strides are in BYTES: x may have any row and column strides (multiples of the element
+ * size; 0 allowed); out's columns are dense, its rows `out_row_stride` apart, and out must not
+ * overlap x.  weight (layer_norm, rms_norm) and bias (layer_norm) are NULL or `cols` elements
+ * of the COMPUTE dtype (weight_dtype / bias_dtype must be PGK_FLOAT32, or PGK_FLOAT64 for
+ * float64 x), `weight_stride` / `bias_stride` bytes apart (0: one value for all); other ops
+ * ignore them.  max propagates NaN; a row of -inf gives NaN
+ * (as torch).  Each row is reduced in a fixed order (per thread, then a warp butterfly, then
+ * warps in order), so results are deterministic.  rows == 0 or cols == 0 launches nothing.
+ * Returns cudaErrorInvalidValue (1) without touching the device for an unknown op or dtype,
+ * negative sizes, rows > INT32_MAX or cols > INT32_MAX - 16, a null x/out with elements, a weight/bias of another dtype, misaligned
+ * pointers or strides, or eps < 0 (or NaN). */
+enum {
+  PGK_NORM_SOFTMAX = 0, PGK_NORM_LOG_SOFTMAX = 1, PGK_NORM_LAYER = 2, PGK_NORM_RMS = 3,
+  PGK_NUM_NORM_OPS = 4
+};
+PGK_API int pgk_row_norm(int op, const void* x, int dtype, int64_t rows, int64_t cols,
+                         int64_t x_row_stride, int64_t x_col_stride, void* out,
+                         int64_t out_row_stride, const void* weight, int weight_dtype,
+                         int64_t weight_stride, const void* bias, int bias_dtype,
+                         int64_t bias_stride, double eps, void* stream);
+
+/* ---- matrix multiply (ABI 4) ----
+ *
+ * C[b] = act(A[b] @ B[b] + bias) for b < batch, with A (m, k), B (k, n), C (m, n), all of one
+ * dtype (PGK_FLOAT16, PGK_BFLOAT16, PGK_FLOAT32 or PGK_FLOAT64), float32 accumulation for the
+ * half types.  Strides are in ELEMENTS.  A is row-major with unit stride along k (lda >= k);
+ * B is row-major (b_col_major = 0: element (kk, j) at b[kk*ldb + j], ldb >= n) or column-major
+ * (b_col_major = 1: b[j*ldb + kk], ldb >= k); C is row-major with unit stride along n (ldc >= n)
+ * and overlaps neither A nor B.  batch strides may be 0 (the same matrix for every batch).
+ * bias is NULL or n contiguous elements of the dtype.  precision (float32 only):
+ * PGK_PRECISION_HIGHEST gives FP32 accuracy, PGK_PRECISION_TF32 allows one TF32 product.
+ * The kernel is chosen by the device's compute capability, dtype, layout, alignment and shape
+ * (SM90a TMA/WGMMA on Hopper, multistage mma.sync on sm_80+, a small-m streaming kernel for
+ * m <= 16, a SIMT kernel for float64 and for unaligned operands).  No memory is allocated:
+ * pgk_gemm_workspace_size() tells how many bytes of device workspace (256-byte aligned) the
+ * call needs, and pgk_gemm() must be given at least that much.  Returns cudaErrorInvalidValue
+ * (1) without touching the device for bad arguments (unknown dtype/precision/activation,
+ * sizes < 1 or > INT32_MAX, leading dimensions too small, null pointers, too little workspace). */
+enum { PGK_ACT_NONE = 0, PGK_ACT_RELU = 1, PGK_ACT_GELU = 2, PGK_ACT_GELU_TANH = 3 };
+enum { PGK_PRECISION_HIGHEST = 0, PGK_PRECISION_TF32 = 1 };
+
+typedef struct pgk_gemm_desc {
+  int64_t m, n, k, batch;
+  int32_t dtype, precision, activation, b_col_major;
+  const void* a;
+  int64_t lda, batch_stride_a;
+  const void* b;
+  int64_t ldb, batch_stride_b;
+  void* c;
+  int64_t ldc, batch_stride_c;
+  const void* bias;
+} pgk_gemm_desc;
+
+PGK_API int pgk_gemm_workspace_size(const pgk_gemm_desc* desc, uint64_t* bytes);
+PGK_API int pgk_gemm(const pgk_gemm_desc* desc, void* workspace, uint64_t workspace_bytes,
+                     void* stream);
+/* Name of the kernel the calling thread's last successful pgk_gemm launched (static storage;
+ * "" before the first).  For tests and benchmarks. */
+PGK_API const char* pgk_gemm_last_kernel(void);
 
 #ifdef __cplusplus
 }

@@ -170,3 +170,45 @@ def test_unary_where_reduce_validation(lib: ctypes.CDLL) -> None:
                           None) == INVALID
     assert lib.pgk_reduce(0, FAKE, F32, i64(4, 4), 2, i64(0, 4), 1, FAKE, F32, i64(4), F32,
                           0.0, None, 1, None) == 0  # no outputs: nothing to do
+
+
+# ---- ABI 4: matrix multiply ----
+
+def gemm_desc(**changes: Any) -> pk.GemmDesc:
+    fields: dict[str, Any] = dict(m=8, n=8, k=8, batch=1, dtype=pk.DType.FLOAT32,
+                                  precision=pk.Precision.HIGHEST, activation=pk.Activation.NONE,
+                                  b_col_major=0, a=FAKE, lda=8, batch_stride_a=0, b=FAKE, ldb=8,
+                                  batch_stride_b=0, c=FAKE, ldc=8, batch_stride_c=0, bias=None)
+    fields.update(changes)
+    return pk.GemmDesc(**fields)
+
+
+def gemm(lib: ctypes.CDLL, desc: pk.GemmDesc) -> int:
+    """Both entry points must refuse the same descriptors, before touching a device."""
+    size = ctypes.c_uint64(0)
+    rc_size = int(lib.pgk_gemm_workspace_size(ctypes.byref(desc), ctypes.byref(size)))
+    rc = int(lib.pgk_gemm(ctypes.byref(desc), None, 0, None))
+    assert rc == rc_size
+    return rc
+
+
+@pytest.mark.parametrize("changes", [
+    {"dtype": pk.DType.INT32}, {"dtype": pk.DType.BOOL}, {"dtype": 10}, {"dtype": -1},
+    {"precision": 2}, {"precision": -1}, {"activation": 4}, {"activation": -1},
+    {"b_col_major": 2},
+    {"m": 0}, {"n": 0}, {"k": 0}, {"batch": 0}, {"m": -3}, {"k": 2**31},
+    {"a": None}, {"b": None}, {"c": None},
+    {"lda": 7}, {"ldb": 7}, {"ldc": 7}, {"b_col_major": 1, "n": 16, "ldb": 7},
+    {"batch": 2, "batch_stride_a": -8}, {"batch": 2, "batch_stride_c": 8},  # C batches overlap
+    {"a": FAKE + 2}, {"bias": FAKE + 1},  # not aligned to float32
+], ids=repr)
+def test_gemm_rejects_bad_descriptors(lib: ctypes.CDLL, changes: dict[str, Any]) -> None:
+    assert gemm(lib, gemm_desc(**changes)) == INVALID
+
+
+def test_gemm_rejects_null_descriptor_and_output(lib: ctypes.CDLL) -> None:
+    size = ctypes.c_uint64(0)
+    assert lib.pgk_gemm_workspace_size(None, ctypes.byref(size)) == INVALID
+    assert lib.pgk_gemm_workspace_size(ctypes.byref(gemm_desc()), None) == INVALID
+    assert lib.pgk_gemm(None, None, 0, None) == INVALID
+

@@ -390,3 +390,216 @@ def test_concatenate_and_stack(backend: str) -> None:
         gp.stack([ga, gb])
     with pytest.raises(ValueError, match="at least one"):
         gp.concatenate([])
+
+
+# -- fast paths: contiguous unary, 2-D broadcast, vectorized reductions, fused row norms ------
+# The vectorized kernels take 16-byte packs: sizes below cover multiples of the pack, tails,
+# odd sizes and misaligned starts (views at an offset), on both backends.
+FAST_SIZES = [1, 7, 64, 1000, 4099]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("n", FAST_SIZES)
+def test_unary_contiguous_fast_path(backend: str, dtype: np.dtype[Any], n: int) -> None:
+    a = rand((n + 1,), dtype, 30, positive=True)
+    g = gp.from_numpy(a)
+    tol = {np.dtype(np.float32): 1e-5}.get(dtype, TOL[dtype] * 2)
+    for view, host in ((g[:n], a[:n]), (g[1:], a[1:])):  # aligned and misaligned starts
+        for op in UNARY:
+            check(getattr(gp, op)(view), reference(getattr(np, op), host), tol=tol)
+        xd = host.astype(np.float64)
+        gelu = 0.5 * xd * (1 + np.tanh(0.7978845608028654 * (xd + 0.044715 * xd ** 3)))
+        check(gp.gelu(view, approximate="tanh"), gelu.astype(dtype), tol=tol)
+        check(gp.sigmoid(view), (1 / (1 + np.exp(-xd))).astype(dtype), tol=tol)
+        check(gp.rsqrt(view), (1 / np.sqrt(xd)).astype(dtype), tol=tol)
+        check(gp.relu(-view), np.maximum(-xd, 0).astype(dtype))
+        check(gp.silu(view), (xd / (1 + np.exp(-xd))).astype(dtype), tol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("n", [1000, 20011, 70003])
+def test_binary_contiguous_fast_path(backend: str, dtype: np.dtype[Any], n: int) -> None:
+    # Sizes spanning several blocks of the unrolled vector kernel, with a tail, aligned and
+    # misaligned views, both scalar sides; add / multiply bit-exact vs NumPy's own dtype
+    # arithmetic (float16 / bfloat16: computed in float32, rounded once, as ml_dtypes).
+    a, b = rand((n + 1,), dtype, 36), rand((n + 1,), dtype, 37)
+    ga, gb = gp.from_numpy(a), gp.from_numpy(b)
+    for (va, ha), (vb, hb) in (((ga[:n], a[:n]), (gb[:n], b[:n])),
+                               ((ga[1:], a[1:]), (gb[1:], b[1:]))):
+        for op in ARITH:
+            check(getattr(gp, op)(va, vb), reference(getattr(np, op), ha, hb))
+        for op in ("add", "multiply"):
+            want = getattr(np, op)(ha, hb)
+            assert getattr(gp, op)(va, vb).to_numpy().tobytes() == want.tobytes()
+        check(va * 1.5, reference(np.multiply, ha, 1.5))
+        check(2.5 - va, reference(np.subtract, 2.5, ha))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize(("shape", "other"), [((5, 64), (64,)), ((5, 64), (5, 1)),
+                                              ((3, 8), (1, 8)), ((4, 24), (4, 24)),
+                                              ((2, 3, 16), (3, 16)), ((6, 7), (7,)),
+                                              ((1, 32), (32,)), ((0, 16), (16,))], ids=str)
+def test_broadcast_rows_fast_path(backend: str, dtype: np.dtype[Any], shape: tuple[int, ...],
+                                  other: tuple[int, ...]) -> None:
+    a, b = rand(shape, dtype, 31), rand(other, dtype, 32)
+    ga, gb = gp.from_numpy(a), gp.from_numpy(b)
+    for op in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
+        check(getattr(gp, op)(ga, gb), reference(getattr(np, op), a, b))
+        check(getattr(gp, op)(gb, ga), reference(getattr(np, op), b, a))
+    if len(shape) == 2 and shape[0] > 1:  # rows further apart than their length: a view
+        big = rand((shape[0], shape[1] + 8), dtype, 33)
+        gbig = gp.from_numpy(big)[:, 8:]
+        check(gp.add(gbig, gb), reference(np.add, big[:, 8:], b))
+    check(ga * 2.5, reference(np.multiply, a, 2.5))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize(("shape", "axis"), [((4099,), None), ((3, 1000), -1), ((7, 33), 1),
+                                             ((2, 5, 64), (1, 2)), ((1, 1), -1),
+                                             ((300001,), None), ((2, 0), -1), ((5, 24), 0)],
+                         ids=str)
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min"])
+def test_vectorized_reductions(backend: str, dtype: np.dtype[Any], shape: tuple[int, ...],
+                               axis: Any, name: str) -> None:
+    x = rand(shape, dtype, 34, positive=name == "prod")
+    if name == "prod":  # keep products finite: few values near 1
+        if x.size > 5000:
+            return
+        x = (1 + (x.astype(np.float64) - 2) / 64).astype(dtype)
+    if x.size == 0 and name in ("max", "min"):
+        return
+    gx = gp.from_numpy(x)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        dtype_out = np.asarray(getattr(np, name)(x, axis=axis)).dtype
+        want = np.asarray(getattr(np, name)(x.astype(np.float64), axis=axis)).astype(dtype_out)
+    n = max(1, x.size // max(1, want.size))
+    tol = {np.dtype(np.float32): 1e-6 * float(np.sqrt(n)) + 2e-6}.get(dtype_out, TOL[dtype_out])
+    check(getattr(gp, name)(gx, axis=axis), want, tol=tol)
+    # a misaligned start: the same values reduced in the same order, bit for bit
+    if x.ndim == 1 and x.size > 2:
+        view = gp.from_numpy(np.concatenate([x[:1], x]))[1:]
+        assert (getattr(gp, name)(view).to_numpy().tobytes()
+                == getattr(gp, name)(gx).to_numpy().tobytes())
+
+
+def test_vectorized_max_propagates_nan(backend: str) -> None:
+    x = rand((5000,), np.dtype(np.float32), 35)
+    x[1234] = np.nan
+    assert np.isnan(gp.max(gp.from_numpy(x)).item())
+    assert np.isnan(gp.min(gp.from_numpy(x.reshape(50, 100)), axis=1).to_numpy()[12])
+
+
+def test_vectorized_sum_is_bit_identical_across_runs(backend: str) -> None:
+    x = gp.from_numpy(rand((1 << 20,), np.dtype(np.float32), 36))
+    first = x.sum().to_numpy()
+    rows = x.reshape(256, 4096).sum(axis=-1).to_numpy()
+    for _ in range(3):
+        assert x.sum().to_numpy().tobytes() == first.tobytes()
+        assert x.reshape(256, 4096).sum(axis=-1).to_numpy().tobytes() == rows.tobytes()
+
+
+def _norm_refs(xd: np.ndarray, wd: np.ndarray | None, bd: np.ndarray | None,
+               eps: float) -> dict[str, np.ndarray]:
+    e = np.exp(xd - xd.max(-1, keepdims=True))
+    lsm = xd - xd.max(-1, keepdims=True)
+    lsm = lsm - np.log(np.exp(lsm).sum(-1, keepdims=True))
+    mu, var = xd.mean(-1, keepdims=True), xd.var(-1, keepdims=True)
+    ln = (xd - mu) / np.sqrt(var + eps)
+    rms = xd / np.sqrt((xd * xd).mean(-1, keepdims=True) + eps)
+    if wd is not None:
+        ln, rms = ln * wd, rms * wd
+    if bd is not None:
+        ln = ln + bd
+    return {"softmax": e / e.sum(-1, keepdims=True), "log_softmax": lsm, "layer_norm": ln,
+            "rms_norm": rms}
+
+
+# Row lengths crossing every kernel configuration: a warp per row (1, 2, 4 groups per lane),
+# a block per row (1, 2, 4, 8 groups per thread) and the looped kernel for longer rows.
+NORM_COLS = [1, 3, 33, 128, 300, 1024, 4096, 9000, 40000]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("cols", NORM_COLS)
+def test_row_norms_match_numpy(backend: str, dtype: np.dtype[Any], cols: int) -> None:
+    rows = 3 if cols > 4096 else 5
+    x = rand((rows, cols), dtype, 40)
+    w, b = rand((cols,), np.dtype(np.float32), 41), rand((cols,), np.dtype(np.float32), 42)
+    xd = x.astype(np.float64)
+    refs = _norm_refs(xd, w.astype(np.float64), b.astype(np.float64), 1e-5)
+    tol = {np.dtype(np.float32): 1e-5}.get(dtype, TOL[dtype] * 2)
+    gx, gw, gb = gp.from_numpy(x), gp.from_numpy(w), gp.from_numpy(b)
+    check(gp.softmax(gx), refs["softmax"].astype(dtype), tol=tol)
+    check(gp.log_softmax(gx), refs["log_softmax"].astype(dtype), tol=tol * 4)
+    check(gp.layer_norm(gx, gw, gb), refs["layer_norm"].astype(dtype), tol=tol * 4)
+    rms = _norm_refs(xd, w.astype(np.float64), None, 1e-6)["rms_norm"]
+    check(gp.rms_norm(gx, gw), rms.astype(dtype), tol=tol * 4)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=str)
+def test_row_norms_views_broadcast_and_empty(backend: str, dtype: np.dtype[Any]) -> None:
+    x = rand((4, 6, 40), dtype, 43)
+    gx = gp.from_numpy(x)
+    tol = {np.dtype(np.float32): 1e-5}.get(dtype, TOL[dtype] * 2)
+    # strided views: every other row and column, a transposed view, an offset start
+    for gview, host in ((gx[:, ::2, ::3], x[:, ::2, ::3]), (gx.swapaxes(1, 2), x.swapaxes(1, 2)),
+                        (gx[1:, :, 1:], x[1:, :, 1:])):
+        hd = host.astype(np.float64)
+        refs = _norm_refs(hd, None, None, 1e-5)
+        check(gp.softmax(gview), refs["softmax"].astype(dtype), tol=tol)
+        check(gp.layer_norm(gview), refs["layer_norm"].astype(dtype), tol=tol * 4)
+        check(gp.rms_norm(gview, eps=1e-5), refs["rms_norm"].astype(dtype), tol=tol * 4)
+    # softmax over another axis
+    e = np.exp(x.astype(np.float64) - x.astype(np.float64).max(1, keepdims=True))
+    check(gp.softmax(gx, axis=1), (e / e.sum(1, keepdims=True)).astype(dtype), tol=tol)
+    # weight/bias: (1, n), a scalar-like (1,), a strided view, another dtype
+    w = rand((2, 40), np.dtype(np.float64), 44)
+    xd = x.astype(np.float64)
+    ln = _norm_refs(xd, w[0], np.float64(w[1, 0]), 1e-3)["layer_norm"]
+    got = gp.layer_norm(gx, gp.from_numpy(w)[:1], gp.from_numpy(w)[1, :1], eps=1e-3)
+    check(got, ln.astype(dtype), tol=tol * 4)
+    ws = rand((80,), np.dtype(np.float32), 45)
+    rms = _norm_refs(xd, ws[::2].astype(np.float64), None, 1e-6)["rms_norm"]
+    check(gp.rms_norm(gx, gp.from_numpy(ws)[::2]), rms.astype(dtype), tol=tol * 4)
+    # shapes with 0 and 1
+    for shape in ((0, 5), (3, 0), (1, 1), (1,), (2, 1)):
+        h = rand(shape, dtype, 46)
+        if h.size == 0:
+            check(gp.softmax(gp.from_numpy(h)), h)
+            check(gp.layer_norm(gp.from_numpy(h)), h)
+            continue
+        refs = _norm_refs(h.astype(np.float64), None, None, 1e-5)
+        check(gp.softmax(gp.from_numpy(h)), refs["softmax"].astype(dtype), tol=tol)
+        check(gp.layer_norm(gp.from_numpy(h)), refs["layer_norm"].astype(dtype), tol=tol)
+
+
+def test_row_norm_nan_and_determinism(backend: str) -> None:
+    x = rand((4, 4096), np.dtype(np.float32), 47)
+    x[2, 100] = np.nan
+    got = gp.softmax(gp.from_numpy(x)).to_numpy()
+    assert np.isnan(got[2]).all() and not np.isnan(got[[0, 1, 3]]).any()
+    g = gp.from_numpy(rand((64, 4096), np.dtype(np.float32), 48))
+    first = gp.layer_norm(g).to_numpy().tobytes()
+    assert all(gp.layer_norm(g).to_numpy().tobytes() == first for _ in range(3))
+
+
+def test_row_norm_errors(backend: str) -> None:
+    gx = gp.from_numpy(rand((3, 8), np.dtype(np.float32), 49))
+    with pytest.raises(TypeError, match="floating"):
+        gp.layer_norm(gp.from_numpy(np.ones((2, 3), np.int64)))
+    with pytest.raises(TypeError, match="GPUArray"):
+        gp.softmax(np.ones(3))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at least one dimension"):
+        gp.softmax(gp.from_numpy(np.array(1.0, np.float32)))
+    with pytest.raises(ValueError, match="broadcast"):
+        gp.layer_norm(gx, gp.from_numpy(np.ones(5, np.float32)))
+    with pytest.raises(ValueError, match="broadcast"):
+        gp.rms_norm(gx, gp.from_numpy(np.ones((3, 8), np.float32)))
+    with pytest.raises(TypeError, match="weight must be a GPUArray"):
+        gp.layer_norm(gx, np.ones(8, np.float32))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="eps"):
+        gp.layer_norm(gx, eps=-1.0)
+    with pytest.raises(IndexError, match="axis"):
+        gp.softmax(gx, axis=2)

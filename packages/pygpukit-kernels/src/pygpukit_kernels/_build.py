@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 #: The C ABI version this Python package was written against (``PGK_ABI_VERSION``).
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 #: Most dimensions a strided view may have in ``pgk_copy`` / ``pgk_fill`` (``PGK_MAX_DIMS``).
 MAX_DIMS = 16
@@ -65,6 +65,60 @@ _LAUNCHERS: dict[str, list[type]] = {
     "pgk_reduce": [_INT, _VP, _INT, _I64P, _INT, _I64P, _INT, _VP, _INT, _I64P, _INT, _DBL, _VP,
                    _INT, _VP],
 }
+
+# Row-wise normalizations (ABI 4).
+_LAUNCHERS.update({
+    # op, x, dtype, rows, cols, x_row_stride, x_col_stride, out, out_row_stride, weight,
+    # weight_dtype, weight_stride, bias, bias_dtype, bias_stride, eps, stream
+    "pgk_row_norm": [_INT, _VP, _INT, _I64, _I64, _I64, _I64, _VP, _I64, _VP, _INT, _I64, _VP,
+                     _INT, _I64, _DBL, _VP],
+})
+
+
+
+class GemmDesc(ctypes.Structure):
+    """``pgk_gemm_desc``: one (batched) matrix product for ``pgk_gemm`` (strides in elements).
+
+    ``C[b] = act(A[b] @ B[b] + bias)``; A row-major (m, k) with leading dimension ``lda``; B
+    (k, n) row-major (``b_col_major = 0``, ``ldb >= n``) or column-major (``ldb >= k``); C
+    row-major (m, n).  See ``include/pygpukit_kernels.h``.
+    """
+
+    _fields_ = [
+        ("m", ctypes.c_int64), ("n", ctypes.c_int64), ("k", ctypes.c_int64),
+        ("batch", ctypes.c_int64),
+        ("dtype", ctypes.c_int32), ("precision", ctypes.c_int32),
+        ("activation", ctypes.c_int32), ("b_col_major", ctypes.c_int32),
+        ("a", ctypes.c_void_p), ("lda", ctypes.c_int64), ("batch_stride_a", ctypes.c_int64),
+        ("b", ctypes.c_void_p), ("ldb", ctypes.c_int64), ("batch_stride_b", ctypes.c_int64),
+        ("c", ctypes.c_void_p), ("ldc", ctypes.c_int64), ("batch_stride_c", ctypes.c_int64),
+        ("bias", ctypes.c_void_p),
+    ]
+
+
+class Activation(enum.IntEnum):
+    """Epilogue activations of ``pgk_gemm`` (``PGK_ACT_*``)."""
+
+    NONE = 0
+    RELU = 1
+    GELU = 2
+    GELU_TANH = 3
+
+
+class Precision(enum.IntEnum):
+    """float32 product precision of ``pgk_gemm`` (``PGK_PRECISION_*``)."""
+
+    HIGHEST = 0
+    TF32 = 1
+
+
+_GEMM_DESC_P = ctypes.POINTER(GemmDesc)
+_LAUNCHERS.update({
+    # desc, bytes (out)
+    "pgk_gemm_workspace_size": [_GEMM_DESC_P, ctypes.POINTER(ctypes.c_uint64)],
+    # desc, workspace, workspace_bytes, stream
+    "pgk_gemm": [_GEMM_DESC_P, _VP, ctypes.c_uint64, _VP],
+})
 
 _PKG_DIR = Path(__file__).resolve().parent
 
@@ -143,8 +197,9 @@ def load() -> ctypes.CDLL:
             f"{library_path()} has C ABI version {got}, this pygpukit_kernels expects "
             f"{ABI_VERSION}: the package files are mixed from two builds; reinstall it"
         )
-    lib.pgk_build_info.restype = ctypes.c_char_p
-    lib.pgk_build_info.argtypes = []
+    for info in (lib.pgk_build_info, lib.pgk_gemm_last_kernel):
+        info.restype = ctypes.c_char_p
+        info.argtypes = []
     for fn in (lib.pgk_error_name, lib.pgk_error_string):
         fn.restype = ctypes.c_char_p
         fn.argtypes = [ctypes.c_int]

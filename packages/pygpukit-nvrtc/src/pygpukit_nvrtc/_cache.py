@@ -2,22 +2,20 @@
 
 Entries live under ``PYGPUKIT_CACHE_DIR`` (or the platform's user cache folder) in ``nvrtc/``,
 one file per key.  A file is ``MAGIC``, the SHA-256 of the rest, a JSON header line and the
-binary; it is written to a temporary file in the same folder and renamed into place, so readers
-never see half an entry and concurrent compilers of the same key simply race to an identical
-file.  A corrupt entry is reported with a warning and recompiled.  The folder is created 0700,
-and a folder others can write to is refused (someone could plant a binary there).
+binary (:func:`seal`); it is written to a temporary file in the same folder and renamed into
+place, so readers never see half an entry and concurrent compilers of the same key simply
+race to an identical file.  A corrupt entry is reported with a warning and recompiled.  The
+folder is created 0700, and a folder others can write to is refused (someone could plant a
+binary there).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 import sys
-import tempfile
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +23,27 @@ ENV_CACHE_DIR = "PYGPUKIT_CACHE_DIR"
 MAGIC = b"PGKNVRTC1\n"
 
 
+try:  # CPython's own SHA-256: no OpenSSL to load (hashlib's import costs ~1-3 ms), same digest
+    from _sha2 import sha256 as _small_sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # Python < 3.12
+    try:
+        from _sha256 import sha256 as _small_sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:
+        _small_sha256 = None
+_SMALL = 1 << 18  # above this OpenSSL's faster hashing pays for its import
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data`` in hex; small inputs avoid importing hashlib (OpenSSL)."""
+    if _small_sha256 is not None and len(data) < _SMALL:
+        return str(_small_sha256(data).hexdigest())
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
 class CacheWarning(UserWarning):
     """The cache could not be used (corrupt entry, unsafe folder); compilation goes on."""
-
-
-@dataclass(frozen=True)
-class CacheEntry:
-    """One cached program: its file, size and the metadata stored with it."""
-
-    path: Path
-    size: int
-    meta: dict[str, Any]
 
 
 def cache_dir() -> Path:
@@ -74,7 +82,36 @@ def _usable_dir() -> Path | None:
 
 def make_key(parts: dict[str, Any]) -> str:
     """A stable hex digest over everything that determines the compiled output."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return sha256_hex(json.dumps(parts, sort_keys=True).encode())
+
+
+def seal(magic: bytes, rest: bytes) -> bytes:
+    """``magic`` + the SHA-256 (hex) of ``rest`` + ``rest``: the layout of every file here."""
+    return magic + sha256_hex(rest).encode() + rest
+
+
+def unseal(magic: bytes, data: bytes) -> bytes:
+    """Check a :func:`seal`-ed file and return its ``rest``; ``ValueError`` if it is corrupt."""
+    if not data.startswith(magic):
+        raise ValueError("bad magic")
+    digest, rest = data[len(magic):len(magic) + 64], data[len(magic) + 64:]
+    if sha256_hex(rest).encode() != digest:
+        raise ValueError("content hash mismatch")
+    return rest
+
+
+def write_atomic(folder: Path, name: str, payload: bytes) -> None:
+    """Write ``folder/name`` through a temporary file in ``folder`` and a rename (``OSError``)."""
+    import tempfile  # only writers need it
+
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name[:16]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, folder / name)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def load(key: str) -> tuple[dict[str, Any], bytes] | None:
@@ -92,12 +129,7 @@ def load(key: str) -> tuple[dict[str, Any], bytes] | None:
                       CacheWarning, stacklevel=3)
         return None
     try:
-        if not data.startswith(MAGIC):
-            raise ValueError("bad magic")
-        digest, rest = data[len(MAGIC):len(MAGIC) + 64], data[len(MAGIC) + 64:]
-        if hashlib.sha256(rest).hexdigest().encode() != digest:
-            raise ValueError("content hash mismatch")
-        header, _, binary = rest.partition(b"\n")
+        header, _, binary = unseal(MAGIC, data).partition(b"\n")
         meta = json.loads(header)
         if meta.get("key") != key:
             raise ValueError("key mismatch")
@@ -114,39 +146,7 @@ def store(key: str, meta: dict[str, Any], binary: bytes) -> None:
     if folder is None:
         return
     rest = json.dumps({**meta, "key": key}, sort_keys=True).encode() + b"\n" + binary
-    payload = MAGIC + hashlib.sha256(rest).hexdigest().encode() + rest
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-            os.replace(tmp, folder / f"{key}.bin")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(folder, f"{key}.bin", seal(MAGIC, rest))
     except OSError as exc:
         warnings.warn(f"NVRTC cache write failed in {folder}: {exc}", CacheWarning, stacklevel=3)
-
-
-def entries() -> list[CacheEntry]:
-    """List the cached programs (newest first)."""
-    folder = cache_dir()
-    if not folder.is_dir():
-        return []
-    found = []
-    for path in folder.glob("*.bin"):
-        loaded = load(path.stem)
-        found.append(CacheEntry(path, path.stat().st_size, loaded[0] if loaded else {}))
-    return sorted(found, key=lambda e: e.path.stat().st_mtime, reverse=True)
-
-
-def clear() -> int:
-    """Delete every cached program; return how many files were removed."""
-    folder = cache_dir()
-    if not folder.is_dir():
-        return 0
-    removed = 0
-    for path in list(folder.glob("*.bin")) + list(folder.glob(".*.tmp")):
-        path.unlink(missing_ok=True)
-        removed += 1
-    return removed

@@ -10,26 +10,31 @@ import ctypes
 import os
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygpukit_nvrtc._errors import NvrtcError, NvrtcUnavailableError
+
+if TYPE_CHECKING:
+    from pygpukit_nvrtc._discovery import Snapshot
 
 ENV_OVERRIDE = "PYGPUKIT_NVRTC_PATH"
 _INSTALL_HINT = "install it with `pip install pygpukit[jit]` (brings nvidia-cuda-nvrtc)"
 
 
-@dataclass(frozen=True)
 class _Loaded:
-    lib: ctypes.CDLL
-    path: str
-    found_via: str
+    """The loaded library, its absolute path and where it was found (no dataclass: import cost)."""
+
+    __slots__ = ("found_via", "lib", "path")
+
+    def __init__(self, lib: ctypes.CDLL, path: str, found_via: str) -> None:
+        self.lib, self.path, self.found_via = lib, path, found_via
 
 
 _lock = threading.Lock()
 _loaded: _Loaded | None = None
 _failure: str | None = None
+_snapshot: Snapshot | None = None  # the inputs of discovery, taken just before the load
 
 
 def _library_names() -> tuple[str, ...]:
@@ -109,9 +114,12 @@ def _configure(lib: ctypes.CDLL) -> None:
 
 def _get() -> _Loaded:
     """Load NVRTC once per process; later calls return the same library or the same error."""
-    global _loaded, _failure
+    global _loaded, _failure, _snapshot
     with _lock:
         if _loaded is None and _failure is None:
+            from pygpukit_nvrtc import _discovery
+
+            _snapshot = _discovery.snapshot()
             override = os.environ.get(ENV_OVERRIDE)
             try:
                 loaded = _load_override(override) if override else _load_pathfinder()
@@ -124,6 +132,11 @@ def _get() -> _Loaded:
         if _loaded is None:
             raise NvrtcUnavailableError(_failure)
         return _loaded
+
+
+def is_loaded() -> bool:
+    """Whether NVRTC has been loaded into this process (nothing is loaded by asking)."""
+    return _loaded is not None
 
 
 def library() -> ctypes.CDLL:
@@ -190,7 +203,11 @@ def supported_archs() -> tuple[int, ...]:
 
 def _reset_for_tests() -> None:
     """Forget the cached load result (tests switch ``PYGPUKIT_NVRTC_PATH``)."""
-    global _loaded, _failure
+    global _loaded, _failure, _snapshot
     with _lock:
         _loaded = None
         _failure = None
+        _snapshot = None
+    from pygpukit_nvrtc import _discovery
+
+    _discovery._reset_for_tests()

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import ctypes
-import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from pygpukit_nvrtc import _cache
+from pygpukit_nvrtc import _cache, _discovery
+from pygpukit_nvrtc._discovery import Facts, include_dirs
 from pygpukit_nvrtc._errors import NvrtcError
-from pygpukit_nvrtc._loader import _check, library, path, supported_archs, version
+from pygpukit_nvrtc._loader import _check, library
 
 NVRTC_ERROR_COMPILATION = 6
 
@@ -25,9 +24,8 @@ class CompileError(NvrtcError):
         self.log = log
 
 
-@dataclass(frozen=True)
 class CompileResult:
-    """What a compilation produced.
+    """What a compilation produced (immutable; compares equal field by field).
 
     Attributes
     ----------
@@ -49,30 +47,51 @@ class CompileResult:
         else ``None``.
     """
 
+    # A plain class rather than a frozen dataclass: creating a dataclass costs ~0.3-1 ms at
+    # import, and this module is imported on the way to a cache hit in a fresh process.
+    __slots__ = ("arch", "binary", "cached", "fallback", "log", "lowered_names", "output")
+    _FIELDS = ("binary", "output", "arch", "log", "lowered_names", "cached", "fallback")
+
     binary: bytes
     output: Literal["cubin", "ptx"]
     arch: str
     log: str
-    lowered_names: dict[str, str] = field(default_factory=dict)
-    cached: bool = False
-    fallback: str | None = None
+    lowered_names: dict[str, str]
+    cached: bool
+    fallback: str | None
+
+    def __init__(self, binary: bytes, output: Literal["cubin", "ptx"], arch: str, log: str,
+                 lowered_names: dict[str, str] | None = None, cached: bool = False,
+                 fallback: str | None = None) -> None:
+        values = (binary, output, arch, log, {} if lowered_names is None else lowered_names,
+                  cached, fallback)
+        for name, value in zip(self._FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"CompileResult is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"CompileResult is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is."""
+        if not isinstance(other, CompileResult):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # holds a dict, like the dataclass did
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS if f != "binary")
+        return f"CompileResult(binary=<{len(self.binary)} bytes>, {shown})"
 
 
-@functools.cache
-def include_dirs() -> tuple[str, ...]:
-    """Folders with ``cuda_fp16.h`` / ``cuda_bf16.h`` (NVIDIA's ``nvidia-cuda-runtime`` wheel)."""
-    try:
-        from cuda import pathfinder
-    except ImportError:
-        return ()
-    found = pathfinder.find_nvidia_header_directory("cudart")
-    return (str(found),) if found else ()
+__all__ = ["CompileError", "CompileResult", "compile", "include_dirs"]
 
 
-def _parse_arch(arch: int | str | None) -> int:
-    if arch is None:
-        return max(supported_archs())
-    if isinstance(arch, int):
+def _parse_arch(arch: int | str | None) -> int | None:
+    if arch is None or isinstance(arch, int):
         return arch
     match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", arch.strip())
     if not match:
@@ -162,32 +181,59 @@ def compile(
     """
     if output not in ("cubin", "ptx"):
         raise ValueError(f"output: expected 'cubin' or 'ptx'; got {output!r}")
-    wanted = _parse_arch(arch)
-    known = supported_archs()
+    asked = _parse_arch(arch)
+    facts = _discovery.facts()  # from the discovery record when it is sound: NVRTC not loaded
+    plan = _plan(facts, source, name_expressions, options, asked, output, cache_tag)
+    if cache and (hit := _cache.load(plan.key)) is not None:
+        return _from_cache(plan, hit)
+    actual = _discovery.confirm(facts)  # loads NVRTC; the key follows the library compiling
+    if actual != facts:
+        plan = _plan(actual, source, name_expressions, options, asked, output, cache_tag)
+        if cache and (hit := _cache.load(plan.key)) is not None:
+            return _from_cache(plan, hit)
+    binary, log, lowered = _run_nvrtc(source, name, plan.options, name_expressions, plan.output)
+    if cache:
+        _cache.store(plan.key, {"log": log, "lowered_names": lowered, "arch": plan.target,
+                                "output": plan.output}, binary)
+    return CompileResult(binary, plan.output, plan.target, log, lowered, False, plan.fallback)
+
+
+class _Plan:
+    __slots__ = ("fallback", "key", "options", "output", "target")
+
+    def __init__(self, output: Literal["cubin", "ptx"], target: str, fallback: str | None,
+                 options: list[str], key: str) -> None:
+        self.output, self.target, self.fallback = output, target, fallback
+        self.options, self.key = options, key
+
+
+def _plan(facts: Facts, source: str, name_expressions: Sequence[str], options: Sequence[str],
+          asked: int | None, output: Literal["cubin", "ptx"], cache_tag: str) -> _Plan:
+    """The target, the full options and the cache key, for the NVRTC that ``facts`` describe."""
+    known = facts.archs
+    wanted = max(known) if asked is None else asked
     fallback = None
     if output == "cubin" and wanted not in known:
         if wanted < min(known):
-            raise ValueError(f"arch: sm_{wanted} is older than NVRTC {version()} supports "
+            raise ValueError(f"arch: sm_{wanted} is older than NVRTC {facts.version} supports "
                              f"(sm_{min(known)}..sm_{max(known)})")
-        fallback = (f"NVRTC {'.'.join(map(str, version()))} does not know sm_{wanted}; "
+        fallback = (f"NVRTC {'.'.join(map(str, facts.version))} does not know sm_{wanted}; "
                     f"compiled PTX for compute_{max(known)} for the driver to JIT")
         output, wanted = "ptx", max(a for a in known if a <= wanted)
     target = f"sm_{wanted}" if output == "cubin" else f"compute_{wanted}"
-    all_options = [f"-arch={target}", "-std=c++17", *(f"-I{d}" for d in include_dirs()),
+    all_options = [f"-arch={target}", "-std=c++17", *(f"-I{d}" for d in facts.include_dirs),
                    *options]
     from pygpukit_nvrtc import __version__
 
     key = _cache.make_key({
         "source": source, "options": all_options, "names": list(name_expressions),
-        "output": output, "nvrtc": list(version()), "nvrtc_path": path(),
+        "output": output, "nvrtc": list(facts.version), "nvrtc_path": facts.path,
         "package": __version__, "tag": cache_tag,
     })
-    if cache and (hit := _cache.load(key)) is not None:
-        meta, binary = hit
-        return CompileResult(binary, output, target, meta.get("log", ""),
-                             dict(meta.get("lowered_names", {})), True, fallback)
-    binary, log, lowered = _run_nvrtc(source, name, all_options, name_expressions, output)
-    if cache:
-        _cache.store(key, {"log": log, "lowered_names": lowered, "arch": target,
-                           "output": output}, binary)
-    return CompileResult(binary, output, target, log, lowered, False, fallback)
+    return _Plan(output, target, fallback, all_options, key)
+
+
+def _from_cache(plan: _Plan, hit: tuple[dict[str, Any], bytes]) -> CompileResult:
+    meta, binary = hit
+    return CompileResult(binary, plan.output, plan.target, meta.get("log", ""),
+                         dict(meta.get("lowered_names", {})), True, plan.fallback)

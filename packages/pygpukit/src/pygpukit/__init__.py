@@ -58,8 +58,19 @@ from pygpukit._dtypes import (  # noqa: E402
     int64,
     uint8,
 )
-from pygpukit._errors import BackendUnavailableError, KernelLaunchError  # noqa: E402
+from pygpukit._errors import (  # noqa: E402
+    AdmissionError,
+    BackendUnavailableError,
+    KernelLaunchError,
+    PartitionMemoryError,
+)
 from pygpukit._jit import JITKernel, JITModule, jit  # noqa: E402
+from pygpukit._linalg import (  # noqa: E402
+    get_matmul_precision,
+    linear,
+    matmul,
+    set_matmul_precision,
+)
 from pygpukit._memory import (  # noqa: E402
     empty_cache,
     memory_allocated,
@@ -69,6 +80,18 @@ from pygpukit._memory import (  # noqa: E402
     set_memory_limit,
 )
 from pygpukit._ops import *  # noqa: E402,F403
+from pygpukit._partition import (  # noqa: E402
+    Partition,
+    Task,
+    configure_partitions,
+    create_partition,
+    current_partition,
+    delete_partition,
+    get_partition,
+    list_partitions,
+    partition,
+    task,
+)
 from pygpukit._runtime import (  # noqa: E402
     backend,
     get_nvrtc_path,
@@ -96,6 +119,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     *_ops.__all__,
     "SUPPORTED_DTYPES",
+    "AdmissionError",
     "BackendUnavailableError",
     "CudaError",
     "CudaOutOfMemoryError",
@@ -104,7 +128,10 @@ __all__ = [
     "GPUArray",
     "KernelLaunchError",
     "OutOfMemoryError",
+    "Partition",
+    "PartitionMemoryError",
     "Stream",
+    "Task",
     "__version__",
     "arange",
     "asarray",
@@ -112,7 +139,11 @@ __all__ = [
     "backend",
     "bfloat16",
     "bool_",
+    "configure_partitions",
+    "create_partition",
+    "current_partition",
     "current_stream",
+    "delete_partition",
     "device_count",
     "empty",
     "empty_cache",
@@ -125,6 +156,8 @@ __all__ = [
     "from_numpy",
     "full",
     "full_like",
+    "get_partition",
+    "get_matmul_precision",
     "get_nvrtc_path",
     "get_nvrtc_version",
     "jit",
@@ -136,16 +169,22 @@ __all__ = [
     "int64",
     "is_cuda_available",
     "is_nvrtc_available",
+    "linear",
     "linspace",
+    "list_partitions",
+    "matmul",
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
     "ones",
     "ones_like",
+    "partition",
     "reset_peak_memory_stats",
+    "set_matmul_precision",
     "set_memory_limit",
     "stream_priority_range",
     "synchronize",
+    "task",
     "to_numpy",
     "uint8",
     "zeros",

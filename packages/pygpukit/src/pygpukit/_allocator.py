@@ -74,6 +74,40 @@ class RawAllocator(Protocol):
         ...
 
 
+class Charger(Protocol):
+    """Who pays for a block: the hook through which partitions charge the caching allocator.
+
+    Installed as :attr:`CachingAllocator.charger` by :mod:`pygpukit._partition` when the first
+    partition of a device is created.  Every block taken from the driver while an owner is in
+    scope is charged to it (its *footprint*: live blocks plus the cached blocks they left);
+    a cached block changes hands (and charges) when another owner reuses it, and its charge
+    is returned when it goes back to the driver.  All calls are made with the allocator's lock
+    held; ``charge`` may call ``reclaim(victim, nbytes)``, which gives back to the driver
+    cached blocks owned by ``victim`` (oldest first) until ``nbytes`` are released and
+    returns the bytes released.
+    """
+
+    def owner(self) -> Any:
+        """The owner to charge for an allocation made now (``None``: nobody)."""
+        ...
+
+    def charge(self, owner: Any, size: int, reclaim: Callable[[Any, int], int]) -> None:
+        """Charge ``size`` bytes to ``owner`` or raise a MemoryError (changing nothing)."""
+        ...
+
+    def uncharge(self, owner: Any, size: int) -> None:
+        """Return ``size`` bytes of ``owner``'s charge (the block went back to the driver)."""
+        ...
+
+    def allocated(self, owner: Any, size: int) -> None:
+        """A charged block of ``size`` bytes became live (for per-owner statistics)."""
+        ...
+
+    def freed(self, owner: Any, size: int) -> None:
+        """A live block of ``owner`` was freed into the cache (it stays charged)."""
+        ...
+
+
 class OutOfMemoryError(MemoryError):
     """A device allocation failed even after the cache was emptied; the message has the stats."""
 
@@ -133,6 +167,10 @@ class CachingAllocator:
         self._cache: dict[tuple[StreamLike, int], list[tuple[int, Any]]] = {}
         self._pending: list[_Pending] = []
         self.limit: int | None = None
+        # Partition charging: None until a partition exists on the device; then the owner of
+        # every charged block (live, pending or cached) by address.
+        self.charger: Charger | None = None
+        self._owners: dict[int, Any] = {}
         self._stats = dict.fromkeys(
             ("allocated_bytes", "active_bytes", "reserved_bytes", "peak_allocated_bytes",
              "peak_reserved_bytes", "num_allocs", "num_frees", "num_device_allocs",
@@ -147,6 +185,10 @@ class CachingAllocator:
             address, payload, size, stream, used = self._released.popleft()
             stats["allocated_bytes"] -= size
             stats["num_frees"] += 1
+            if self._owners and self.charger is not None:
+                owner = self._owners.get(address)
+                if owner is not None:
+                    self.charger.freed(owner, size)
             if used:
                 events = [self._raw.record_event(s) for s in used]
                 self._pending.append(_Pending(address, payload, size, stream, events))
@@ -179,8 +221,64 @@ class CachingAllocator:
                 self._stats["reserved_bytes"] -= size
                 self._stats["num_device_frees"] += 1
                 released += size
+                self._uncharge(address, size)
         self._cache.clear()
         return released
+
+    def _uncharge(self, address: int, size: int) -> None:
+        """A block went back to the driver: return its owner's charge."""
+        if self._owners:
+            owner = self._owners.pop(address, None)
+            if owner is not None and self.charger is not None:
+                self.charger.uncharge(owner, size)
+
+    def _reclaim(self, victim: Any, need: int) -> int:
+        """Give back cached blocks owned by ``victim`` (oldest first) until ``need`` bytes."""
+        self._process_pending()
+        released = 0
+        owners = self._owners
+        for key in list(self._cache):
+            if released >= need:
+                break
+            stream, size = key
+            blocks = self._cache[key]
+            keep: list[tuple[int, Any]] = []
+            synced = False
+            for address, payload in blocks:  # appended when freed: oldest first
+                if released < need and owners.get(address) is victim:
+                    if not synced:
+                        stream.synchronize()  # enqueued kernels may still read the block
+                        synced = True
+                    self._raw.free(address, payload)
+                    self._stats["reserved_bytes"] -= size
+                    self._stats["num_device_frees"] += 1
+                    released += size
+                    self._uncharge(address, size)
+                else:
+                    keep.append((address, payload))
+            if keep:
+                blocks[:] = keep
+            else:
+                del self._cache[key]
+        return released
+
+    def _charge_hit(self, charger: Charger, owner: Any, address: int, payload: Any, size: int,
+                    stream: StreamLike) -> None:
+        """A cached block is reused: move its charge to the new owner (if that is another)."""
+        previous = self._owners.get(address)
+        if previous is owner:
+            return
+        if owner is not None:
+            try:
+                charger.charge(owner, size, self._reclaim)
+            except BaseException:
+                self._cache.setdefault((stream, size), []).append((address, payload))
+                raise
+            self._owners[address] = owner
+        else:
+            del self._owners[address]
+        if previous is not None:
+            charger.uncharge(previous, size)
 
     def _fresh(self, size: int) -> tuple[int, Any]:
         stats = self._stats
@@ -224,11 +322,25 @@ class CachingAllocator:
             if not cached and self._pending:
                 self._process_pending()
                 cached = self._cache.get((stream, size))
+            charger = self.charger
+            owner = charger.owner() if charger is not None else None
             if cached:
                 address, payload = cached.pop()
                 stats["num_cache_hits"] += 1
+                if charger is not None:
+                    self._charge_hit(charger, owner, address, payload, size, stream)
+            elif charger is not None and owner is not None:
+                charger.charge(owner, size, self._reclaim)
+                try:
+                    address, payload = self._fresh(size)
+                except BaseException:
+                    charger.uncharge(owner, size)
+                    raise
+                self._owners[address] = owner
             else:
                 address, payload = self._fresh(size)
+            if owner is not None and charger is not None:
+                charger.allocated(owner, size)
             stats["num_allocs"] += 1
             stats["allocated_bytes"] += size
             stats["active_bytes"] += size
@@ -266,6 +378,18 @@ class CachingAllocator:
             self._drain_released()
             if nbytes is not None and self._stats["reserved_bytes"] > nbytes:
                 self._release_cache()
+
+    def release_cached(self, owner: Any) -> int:
+        """Give back to the device every cached block owned by ``owner``; return the bytes."""
+        with self._lock:
+            self._drain_released()
+            return self._reclaim(owner, 1 << 62)
+
+    def owned_blocks(self, owner: Any) -> int:
+        """Number of blocks (live, pending or cached) charged to ``owner``."""
+        with self._lock:
+            self._drain_released()
+            return sum(1 for o in self._owners.values() if o is owner)
 
     def streams_with_cache(self) -> Iterable[StreamLike]:
         """Streams that have cached blocks (for diagnostics)."""

@@ -261,6 +261,27 @@ class GPUArray:
     def __radd__(self, other: object) -> GPUArray:
         return _binop("add", other, self)
 
+    def __matmul__(self, other: object) -> GPUArray:
+        if not isinstance(other, GPUArray):
+            return NotImplemented
+        from pygpukit._linalg import matmul
+
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: object) -> GPUArray:
+        if not isinstance(other, GPUArray):
+            return NotImplemented
+        from pygpukit._linalg import matmul
+
+        return matmul(other, self)
+
+    def __imatmul__(self, other: object) -> GPUArray:
+        if not isinstance(other, GPUArray):
+            return NotImplemented
+        from pygpukit._linalg import matmul
+
+        return matmul(self, other, out=self)
+
     def __iadd__(self, other: object) -> GPUArray:
         return _binop("add", self, other, out=self)
 

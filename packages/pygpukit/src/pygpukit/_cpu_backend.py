@@ -247,11 +247,60 @@ class CpuRuntime:
             result = _REDUCE[op](data, ddof)
             np.copyto(host_view(out), result, casting="unsafe")
 
+    def row_norm(self, op: int, x: GPUArray, weight: GPUArray | None, bias: GPUArray | None,
+                 eps: float, out: GPUArray, stream: Stream) -> None:
+        """The kernels' row normalizations (pgk_row_norm), in NumPy, in the compute dtype."""
+        compute = np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
+        v: np.ndarray[Any, Any] = host_view(x).astype(compute)
+        n = compute.type(v.shape[-1])
+        with np.errstate(all="ignore"):
+            if op in (0, 1):  # softmax, log_softmax
+                shifted = v - v.max(axis=-1, keepdims=True)
+                total = np.exp(shifted).sum(axis=-1, keepdims=True)
+                if op == 0:
+                    result = np.exp(shifted) * (compute.type(1) / total)
+                else:
+                    result = shifted - np.log(total)
+            elif op == 2:  # layer_norm
+                centered = v - v.sum(axis=-1, keepdims=True) / n
+                var = (centered * centered).sum(axis=-1, keepdims=True) / n
+                result = centered * (compute.type(1) / np.sqrt(var + compute.type(eps)))
+            else:  # rms_norm
+                ms = (v * v).sum(axis=-1, keepdims=True) / n
+                result = v * (compute.type(1) / np.sqrt(ms + compute.type(eps)))
+            if op in (2, 3) and weight is not None:
+                result = np.multiply(result, host_view(weight))
+            if op == 2 and bias is not None:
+                result = np.add(result, host_view(bias))
+            np.copyto(host_view(out), result, casting="unsafe")
+
+    def gemm(self, a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool,
+             bias: GPUArray | None, activation: int, precision: int, stream: Stream) -> None:
+        """The CUDA runtime's product (both precisions compute in float32 here)."""
+        with np.errstate(all="ignore"):
+            _gemm(a, b, c, bias, activation)
+
+    def gemm_last_kernel(self) -> str:
+        """The CPU simulation runs NumPy's matmul."""
+        return "numpy.matmul"
+
     def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
               b_scalar: Any, out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
         mask = host_view(cond) != 0
         result = np.where(mask, _operand(a, a_scalar, compute), _operand(b, b_scalar, compute))
         np.copyto(host_view(out), result, casting="unsafe")
+
+
+def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activation: int) -> None:
+    """``c[i] = act(a[i] @ b[i] + bias)`` over 3-D views, in float32 (float64 for float64)."""
+    compute = np.dtype(np.float64) if c.dtype == np.float64 else np.dtype(np.float32)
+    result = np.matmul(host_view(a).astype(compute), host_view(b).astype(compute))
+    if bias is not None:
+        result += host_view(bias).astype(compute)
+    if activation:
+        # The C ABI's activation codes -> the unary kernels: relu, gelu (erf), gelu (tanh).
+        result = _UNARY[{1: 12, 2: 14, 3: 13}[activation]](result)
+    np.copyto(host_view(c), result, casting="unsafe")
 
 
 class CpuBackend:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,10 @@ class _Kernels:
         self.unary = lib.pgk_unary
         self.where = lib.pgk_where
         self.reduce = lib.pgk_reduce
+        self.row_norm = lib.pgk_row_norm
+        self.gemm = lib.pgk_gemm
+        self.gemm_workspace_size = lib.pgk_gemm_workspace_size
+        self.gemm_last_kernel = lib.pgk_gemm_last_kernel
 
     def check(self, kernel: str, status: int) -> None:
         """Raise :class:`KernelLaunchError` for a non-zero status from a launcher."""
@@ -230,6 +235,26 @@ class CudaRuntime:
             chunks, stream.handle)
         self.kernels.check("pgk_reduce", status)
 
+    def row_norm(self, op: int, x: GPUArray, weight: GPUArray | None, bias: GPUArray | None,
+                 eps: float, out: GPUArray, stream: Stream) -> None:
+        """Row-wise softmax / log_softmax / layer_norm / rms_norm of a 2-D ``x`` into ``out``.
+
+        ``out`` is C-contiguous of x's dtype; ``weight`` / ``bias`` are 1-D of the compute dtype.
+        """
+        self.activate()
+        rows, cols = x.shape
+
+        def affine(v: GPUArray | None) -> tuple[int | None, int, int]:
+            if v is None:
+                return None, 0, 0
+            return _ptr(v) or None, kernel_code(v.dtype), v.strides[0]
+
+        status = self.kernels.row_norm(
+            op, _ptr(x) or None, kernel_code(x.dtype), rows, cols, x.strides[0], x.strides[1],
+            _ptr(out) or None, out.strides[0], *affine(weight), *affine(bias), float(eps),
+            stream.handle)
+        self.kernels.check("pgk_row_norm", status)
+
     def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
               b_scalar: Any, out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
         """``out = cond ? a : b``."""
@@ -242,6 +267,30 @@ class CudaRuntime:
                                     stream.handle)
         self.kernels.check("pgk_where", status)
 
+    # -- matrix products (operands laid out by pygpukit._linalg) ---------------------------------
+    def gemm(self, a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool,
+             bias: GPUArray | None, activation: int, precision: int, stream: Stream) -> None:
+        """``c = act(a @ b + bias)`` over 2-D or 3-D views (see :mod:`pygpukit._linalg`)."""
+        from pygpukit._transfer import empty_on, touch
+
+        self.activate()
+        desc = _gemm_desc(a, b, c, b_col_major, bias, activation, precision)
+        size = ctypes.c_uint64(0)
+        self.kernels.check("pgk_gemm_workspace_size",
+                           self.kernels.gemm_workspace_size(ctypes.byref(desc), ctypes.byref(size)))
+        workspace = None
+        if size.value:
+            workspace = empty_on(self, (size.value,), np.dtype(np.uint8), stream)
+            touch(stream, written=workspace)
+        status = self.kernels.gemm(ctypes.byref(desc),
+                                   _ptr(workspace) if workspace is not None else None,
+                                   size.value, stream.handle)
+        self.kernels.check("pgk_gemm", status)
+
+    def gemm_last_kernel(self) -> str:
+        """Name of the kernel this thread's last product ran (for tests and benchmarks)."""
+        return str(self.kernels.gemm_last_kernel().decode())
+
     def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         """Copy a contiguous array of another device into ``dst`` (same dtype and size).
 
@@ -249,6 +298,50 @@ class CudaRuntime:
         """
         self.activate()
         drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.handle)
+
+
+# pgk_gemm_desc packed by struct (far cheaper than setting ctypes fields one by one).
+_GEMM_FORMAT = struct.Struct("=4q4iQqqQqqQqqQ")  # pointers as uint64 (x86-64, aarch64)
+assert _GEMM_FORMAT.size == ctypes.sizeof(pygpukit_kernels.GemmDesc)
+_gemm_tls = threading.local()
+
+
+def _gemm_desc(a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool, bias: GPUArray | None,
+               activation: int, precision: int) -> pygpukit_kernels.GemmDesc:
+    """Fill the calling thread's C descriptor for a product over 2-D or 3-D (batched) views.
+
+    Byte strides become element strides; a leading dimension of a single row (or column) is
+    irrelevant and set to its minimum.
+    """
+    es = a.itemsize
+    if a.ndim == 3:
+        batch, m, k = a.shape
+        n = c.shape[2]
+        sa, sb, sc = (a.strides[0] // es, b.strides[0] // es,
+                      c.strides[0] // es) if batch > 1 else (0, 0, 0)
+    else:
+        batch, sa, sb, sc = 1, 0, 0, 0
+        m, k = a.shape
+        n = c.shape[1]
+    if b_col_major:
+        ldb = b.strides[-1] // es if n > 1 else k
+    else:
+        ldb = b.strides[-2] // es if k > 1 else n
+    desc: pygpukit_kernels.GemmDesc
+    buffer: bytearray
+    try:
+        desc, buffer = _gemm_tls.desc
+    except AttributeError:
+        buffer = bytearray(_GEMM_FORMAT.size)
+        desc = pygpukit_kernels.GemmDesc.from_buffer(buffer)
+        _gemm_tls.desc = desc, buffer
+    _GEMM_FORMAT.pack_into(
+        buffer, 0, m, n, k, batch, kernel_code(c.dtype), precision, activation, int(b_col_major),
+        _ptr(a), a.strides[-2] // es if m > 1 else k, sa,
+        _ptr(b), ldb, sb,
+        _ptr(c), c.strides[-2] // es if m > 1 else n, sc,
+        _ptr(bias) if bias is not None else 0)
+    return desc
 
 
 def _operand(array: GPUArray | None) -> tuple[int | None, int, Any]:

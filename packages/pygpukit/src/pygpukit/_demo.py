@@ -8,12 +8,13 @@ import numpy as np
 
 
 def run(n: int = 10_000_000, seed: int = 0) -> bool:
-    """Add two random float32 vectors of ``n`` elements and compare with NumPy.
+    """Add two random float32 vectors and multiply two matrices; compare with NumPy.
 
     Returns
     -------
-    Whether the result equals NumPy's bit for bit (IEEE float32 addition is exact-rounded on
-    both sides).
+    Whether the sum equals NumPy's bit for bit (IEEE float32 addition is exact-rounded on
+    both sides) and the matrix products are within float32 / float16 accuracy of a float64
+    product.
     """
     import pygpukit as gp
 
@@ -32,8 +33,27 @@ def run(n: int = 10_000_000, seed: int = 0) -> bool:
     max_err = float(np.max(np.abs(z - expected))) if n else 0.0
     ones = (gp.zeros((256, 256)) + gp.ones((256, 256))).to_numpy()
 
+    # A matrix product: float32 (FP32 accuracy) against NumPy in float64, and float16 on
+    # tensor cores where there is a GPU.
+    size = 1024
+    ma = rng.standard_normal((size, size), dtype=np.float32)
+    mb = rng.standard_normal((size, size), dtype=np.float32)
+    ga, gb = gp.from_numpy(ma), gp.from_numpy(mb)
+    (ga @ gb).to_numpy()  # warm-up: first use loads the kernels
+    start = time.perf_counter()
+    gc = ga @ gb
+    mc = gc.to_numpy()
+    matmul_s = time.perf_counter() - start
+    ref = ma.astype(np.float64) @ mb.astype(np.float64)
+    matmul_err = float(np.linalg.norm(mc - ref) / np.linalg.norm(ref))
+    half = (ga.astype(gp.float16) @ gb.astype(gp.float16)).to_numpy().astype(np.float64)
+    half_err = float(np.linalg.norm(half - ref) / np.linalg.norm(ref))
+    matmul_ok = matmul_err <= 1e-5 and half_err <= 1e-2
+
     print(f"backend: {gp.backend()}")
     print(f"(from_numpy(x) + from_numpy(y)).to_numpy() for {n} float32: equal to NumPy: {equal} "
           f"(max |diff| {max_err:g}; {elapsed * 1e3:.1f} ms incl. transfers)")
     print(f"zeros((256, 256)) + ones((256, 256)) is all ones: {bool((ones == 1).all())}")
-    return equal and bool((ones == 1).all())
+    print(f"matmul {size}x{size}x{size} float32: relative error vs float64 {matmul_err:.2e} "
+          f"({matmul_s * 1e3:.2f} ms incl. download); float16: {half_err:.2e}")
+    return equal and bool((ones == 1).all()) and matmul_ok

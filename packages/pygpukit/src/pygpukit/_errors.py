@@ -2,9 +2,52 @@
 
 from __future__ import annotations
 
+from pygpukit._allocator import OutOfMemoryError
+
 
 class BackendUnavailableError(RuntimeError):
     """The backend asked for (``PYGPUKIT_BACKEND``) cannot be used here; the message says why."""
+
+
+class PartitionMemoryError(OutOfMemoryError):
+    """An allocation inside ``with gp.partition(...)`` does not fit the partition's memory.
+
+    Raised after the partition's own cache and the caches of lower QoS tiers were given back.
+    The message names the partition, its quota, its usage and the request.
+
+    Attributes
+    ----------
+    partition
+        The partition's name.
+    quota
+        Its memory limit in bytes (the device's partitionable memory if it has none).
+    usage
+        Bytes charged to it (live arrays plus its cached blocks) when the request failed.
+    requested
+        The size-class bytes of the failed request.
+    """
+
+    def __init__(self, message: str, *, partition: str, quota: int, usage: int,
+                 requested: int) -> None:
+        super().__init__(message)
+        self.partition = partition
+        self.quota = quota
+        self.usage = usage
+        self.requested = requested
+
+
+class AdmissionError(RuntimeError):
+    """A task (``with partition.task(memory=...)``) was not admitted by the scheduler.
+
+    Attributes
+    ----------
+    reason
+        The scheduler's reason code, e.g. ``"exceeds_quota"`` or ``"timeout"``.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class KernelLaunchError(RuntimeError):

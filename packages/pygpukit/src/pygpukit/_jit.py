@@ -19,6 +19,8 @@ import numpy as np
 
 from pygpukit._array import GPUArray
 from pygpukit._errors import BackendUnavailableError
+from pygpukit._stream import stream_for_runtime
+from pygpukit._transfer import touch
 
 _INSTALL_HINT = "pip install pygpukit[jit]"
 
@@ -52,6 +54,10 @@ _KERNEL = re.compile(
     r"(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)",
     re.S,
 )
+# Compiled at import: a fresh process's first gp.jit (a cache hit) should not compile regexes.
+_SPACES = re.compile(r"\s+")
+_TYPE_AND_NAME = re.compile(r"(?P<type>.*?)\s*(?P<name>\w+)")
+_CONST = re.compile(r"\bconst\b")
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,13 @@ class Param:
 def _parse_params(text: str, subst: dict[str, str]) -> list[Param]:
     params = []
     for raw in filter(None, (p.strip() for p in text.split(","))):
-        raw = re.sub(r"\s+", " ", raw.replace("*", " * ")).strip()
-        match = re.fullmatch(r"(?P<type>.*?)\s*(?P<name>\w+)", raw)
+        raw = _SPACES.sub(" ", raw.replace("*", " * ")).strip()
+        match = _TYPE_AND_NAME.fullmatch(raw)
         if not match or not match.group("type").strip():
             raise ValueError(f"cannot parse kernel parameter {raw!r}")
         ctype, name = match.group("type").strip(), match.group("name")
         pointer = "*" in ctype
-        writable = not re.search(r"\bconst\b", ctype.split("*")[0])
+        writable = not _CONST.search(ctype.split("*")[0])
         base = " ".join(_QUALIFIERS.sub("", ctype.replace("*", " ")).split())
         base = subst.get(base, base)
         if pointer:
@@ -91,11 +97,18 @@ def _parse_params(text: str, subst: dict[str, str]) -> list[Param]:
 
 def parse_kernels(source: str) -> dict[str, tuple[list[str], str]]:
     """Map each ``__global__`` function name to (template parameter names, parameter text)."""
-    found = {}
+    return _scan(source)[0]
+
+
+def _scan(source: str) -> tuple[dict[str, tuple[list[str], str]], set[str]]:
+    """:func:`parse_kernels`, and the names declared ``extern "C"``, in one pass."""
+    found, extern_c = {}, set()
     for m in _KERNEL.finditer(source):
         tparams = [t.split()[-1] for t in (m.group("tparams") or "").split(",") if t.strip()]
         found[m.group("name")] = (tparams, m.group("params"))
-    return found
+        if 'extern "C"' in m.group(0):
+            extern_c.add(m.group("name"))
+    return found, extern_c
 
 
 def _pack(param: Param, value: Any, device: Any) -> tuple[bytes, GPUArray | None]:
@@ -124,11 +137,27 @@ def _pack(param: Param, value: Any, device: Any) -> tuple[bytes, GPUArray | None
         raise TypeError(f"{param.name}: cannot pass {value!r} as {param.ctype} ({exc})") from None
 
 
+# Launcher type codes: pointers, the struct formats the Launcher packs itself, and the 16-bit
+# floats, passed as their bit pattern ('H') after a conversion in Python.
+_LAUNCH_CODES = frozenset("?bBhHiIqQfd")
+_MAX_LAUNCHERS = 16  # prepared launches kept per kernel (distinct grid/block/shared/stream)
+
+
+def _half_bits(dtype: np.dtype[Any]) -> Any:
+    def convert(value: Any) -> int:
+        return int(np.asarray(value, dtype=dtype).view(np.uint16))
+    return convert
+
+
 class JITKernel:
     """A compiled kernel; call it with the kernel's arguments (by position or by name).
 
     Keyword-only launch options: ``grid``, ``block`` (ints or up to 3-tuples), ``shared_mem``
     (bytes of dynamic shared memory), ``stream`` (a :class:`~pygpukit.Stream`).
+
+    A call goes through a prepared ``pygpukit_driver.Launcher`` (one per grid, block, shared
+    memory and stream, kept on the kernel), which packs the arguments in C and launches with
+    the GIL released; how each parameter is passed is worked out once, when the kernel is made.
     """
 
     def __init__(self, module: Any, function: Any, name: str, params: list[Param],
@@ -136,47 +165,127 @@ class JITKernel:
         self._module, self._function = module, function
         self.name, self.params, self.block_size = name, params, block_size
         self._runtime = runtime
+        self._names = [p.name for p in params]
+        self._index = {n: i for i, n in enumerate(self._names)}
+        self._nparams = len(params)
+        # Pointer parameters: (index, parameter, accepted dtype or None, written by the kernel).
+        self._pointers = tuple((i, p, p.pointee, p.writable) for i, p in enumerate(params)
+                               if p.pointer)
+        # Scalars the Launcher cannot pack itself (__half, __nv_bfloat16): (index, converter).
+        self._converts: tuple[tuple[int, Any], ...] = tuple(
+            (i, _half_bits(p.scalar)) for i, p in enumerate(params)
+            if not p.pointer and isinstance(p.scalar, np.dtype))
+        self._arg_types = "".join(
+            "P" if p.pointer else "H" if isinstance(p.scalar, np.dtype) else str(p.scalar)
+            for p in params)
+        assert all(c == "P" or c in _LAUNCH_CODES for c in self._arg_types)
+        self._size_index = next((self._index[n] for n in _SIZE_NAMES if n in self._index
+                                 and not params[self._index[n]].pointer), None)
+        import pygpukit_driver as drv
+
+        context = getattr(runtime, "_context", None)
+        self._context_handle = context.handle if context is not None else None
+        self._current_context = drv.current_context_handle
+        self._launchers: dict[tuple[Any, ...], Any] = {}
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """Match positional and keyword arguments to the parameters, in parameter order."""
+        names = self._names
+        if len(args) > self._nparams:
+            raise TypeError(f"{self.name}() takes {len(names)} arguments; got {len(args)}")
+        missing = object()
+        values: list[Any] = [*args, *([missing] * (self._nparams - len(args)))]
+        for key, value in kwargs.items():
+            i = self._index.get(key)
+            if i is None:
+                raise TypeError(f"{self.name}() has no parameter {key!r} (parameters: "
+                                f"{', '.join(names)})")
+            if values[i] is not missing:
+                raise TypeError(f"{self.name}() got two values for {key!r}")
+            values[i] = value
+        absent = [n for n, v in zip(names, values, strict=True) if v is missing]
+        if absent:
+            raise TypeError(f"{self.name}() missing arguments: {', '.join(absent)}")
+        return values
+
+    def _launcher(self, key: tuple[Any, ...]) -> Any:
+        import pygpukit_driver as drv
+
+        grid, block, shared_mem, target = key
+        launcher = drv.Launcher(self._function, grid, block, self._arg_types,
+                                shared_mem, target.handle)
+        if len(self._launchers) >= _MAX_LAUNCHERS:
+            self._launchers.clear()  # bounded: a launcher keeps its stream alive
+        self._launchers[key] = launcher
+        return launcher
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:
-        import pygpukit_driver as drv
-        from pygpukit._stream import stream_for_runtime
-        from pygpukit._transfer import touch
-
-        names = [p.name for p in self.params]
-        if len(args) > len(names):
-            raise TypeError(f"{self.name}() takes {len(names)} arguments; got {len(args)}")
-        bound = dict(zip(names, args, strict=False))
-        for key, value in kwargs.items():
-            if key not in names:
-                raise TypeError(f"{self.name}() has no parameter {key!r} (parameters: "
-                                f"{', '.join(names)})")
-            if key in bound:
-                raise TypeError(f"{self.name}() got two values for {key!r}")
-            bound[key] = value
-        missing = [n for n in names if n not in bound]
-        if missing:
-            raise TypeError(f"{self.name}() missing arguments: {', '.join(missing)}")
-        packed, arrays = [], []
-        for param in self.params:
-            data, array = _pack(param, bound[param.name], self._runtime)
-            packed.append(data)
-            if array is not None:
-                arrays.append((array, param.writable))
-        block = self.block_size if block is None else block
+        if not kwargs:
+            values = list(args) if len(args) == self._nparams else self._bind(args, kwargs)
+        elif len(args) + len(kwargs) == self._nparams:
+            # Every remaining parameter named once (the usual keyword call): no checks needed.
+            try:
+                values = [*args, *[kwargs[n] for n in self._names[len(args):]]]
+            except KeyError:
+                values = self._bind(args, kwargs)
+        else:
+            values = self._bind(args, kwargs)
+        runtime = self._runtime
+        target = stream if stream is not None else stream_for_runtime(runtime)
+        for i, param, pointee, writable in self._pointers:
+            value = values[i]
+            if isinstance(value, GPUArray):
+                if value._rt is not runtime:
+                    raise ValueError(f"{param.name}: array is on {value._rt.describe()}, the "
+                                     f"kernel on {runtime.describe()}")
+                if pointee is not None and value.dtype != pointee:
+                    raise TypeError(f"{param.name}: the kernel takes {param.ctype}, the array "
+                                    f"is {value.dtype.name} (expected {pointee.name})")
+                block_ = value._block
+                if block_.stream is not target or (writable and block_.writer is not target):
+                    touch(target, value, written=value if writable else None)
+                values[i] = block_.address + value._offset
+            elif not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{param.name}: expected a GPUArray or a device pointer (int) "
+                                f"for {param.ctype}; got {type(value).__name__}")
+        if block is None:
+            block = self.block_size
+        elif type(block) is list:
+            block = tuple(block)
         if grid is None:
-            size_name = next((n for n in _SIZE_NAMES if n in bound
-                              and not self.params[names.index(n)].pointer), None)
-            if size_name is None:
+            if self._size_index is None:
                 raise TypeError(f"{self.name}(): pass grid= (no size parameter among "
-                                f"{', '.join(names)} to derive it from)")
-            threads = block if isinstance(block, int) else int(np.prod(block))
-            grid = max(1, -(-int(bound[size_name]) // threads))
-        target = stream if stream is not None else stream_for_runtime(self._runtime)
-        for array, writable in arrays:
-            touch(target, array, written=array if writable else None)
-        self._runtime.activate()
-        drv.launch_kernel(self._function, grid, block, packed, shared_mem, target.handle)
+                                f"{', '.join(self._names)} to derive it from)")
+            threads = block if type(block) is int else int(np.prod(block))
+            grid = max(1, -(-int(values[self._size_index]) // threads))
+        elif type(grid) is list:
+            grid = tuple(grid)
+        for i, convert in self._converts:
+            values[i] = convert(values[i])
+        key = (grid, block, shared_mem, target)
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            launcher = self._launcher(key)
+        if self._context_handle is None or self._current_context() != self._context_handle:
+            runtime.activate()
+        try:
+            launcher(*values)
+        except (TypeError, ValueError, OverflowError) as exc:
+            self._explain(exc, args, kwargs)
+            raise
+
+    def _explain(self, exc: BaseException, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        """Re-raise a Launcher's argument error naming the parameter, as packing it would."""
+        import pygpukit_driver as drv
+
+        if isinstance(exc, drv.CudaError):
+            return
+        values = self._bind(args, kwargs)
+        for param, value in zip(self.params, values, strict=True):
+            if not param.pointer:
+                _pack(param, value, self._runtime)
 
     def __repr__(self) -> str:
         signature = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
@@ -270,7 +379,7 @@ def jit(source: str, func: str | None = None, *, options: Any = (), block_size: 
         raise BackendUnavailableError("gp.jit needs the CUDA backend: the CPU simulation cannot "
                                       "run CUDA C++")
     runtime = runtime_for(device)
-    kernels = parse_kernels(source)
+    kernels, extern_c = _scan(source)
     if not kernels:
         raise ValueError("source: no __global__ function found")
     wanted = [func] if func is not None else list(kernels)
@@ -286,7 +395,6 @@ def jit(source: str, func: str | None = None, *, options: Any = (), block_size: 
             raise ValueError(f"func: {base} is a template over {', '.join(tparams)}; name an "
                              f"instantiation such as {base}<float>")
         plans.append((expr, base, _parse_params(ptext, dict(zip(tparams, targs, strict=False)))))
-    extern_c = {m.group("name") for m in _KERNEL.finditer(source) if 'extern "C"' in m.group(0)}
     expressions = [expr for expr, base, _ in plans if base not in extern_c]
     major, minor = runtime.compute_capability
     result = nvrtc.compile(source, name_expressions=expressions, options=list(options),

@@ -221,53 +221,102 @@ __all__ = [
 ]
 
 
-# -- normalizations and joins: composed from the kernels above (several passes, not fused) ---
-def _float_work(x: GPUArray, name: str) -> GPUArray:
+# -- row-wise normalizations: one fused kernel per call (pgk_row_norm) ------------------------
+#: name -> C ABI op code of pgk_row_norm.
+_ROW_NORMS = {"softmax": 0, "log_softmax": 1, "layer_norm": 2, "rms_norm": 3}
+
+
+def _affine(name: str, what: str, value: Any, cols: int, compute: np.dtype[Any],
+            runtime: Any) -> GPUArray | None:
+    """``weight`` / ``bias`` as a 1-D view of ``cols`` elements of the compute dtype."""
+    from pygpukit._math import _broadcast
+
+    if value is None:
+        return None
+    if not isinstance(value, GPUArray):
+        raise TypeError(f"{name}: {what} must be a GPUArray or None; got {type(value).__name__}")
+    if value._rt is not runtime:
+        raise ValueError(f"{name}: {what} is on another device than x")
+    shape = value.shape
+    while shape and shape[0] == 1 and len(shape) > 1:
+        shape = shape[1:]
+    if len(shape) > 1 or (shape and shape[0] not in (1, cols)):
+        raise ValueError(f"{name}: {what} of shape {value.shape} does not broadcast to the "
+                         f"normalized axis of length {cols}")
+    flat = value.reshape(shape) if shape != value.shape else value
+    if flat.ndim == 0:
+        flat = flat.reshape(1)
+    if flat.dtype != compute:
+        flat = flat.astype(compute)
+    return _broadcast(flat, (cols,))
+
+
+def _row_norm(name: str, x: Any, axis: int, weight: Any = None, bias: Any = None,
+              eps: float = 0.0) -> GPUArray:
+    """Apply row normalization ``name`` along ``axis``: one pass per row (fused kernel).
+
+    Computed in float32 for float16 / bfloat16 / float32 (float64 for float64); weight and bias
+    are converted to that type; the result has x's dtype and shape.
+    """
+    from pygpukit import _layout
+    from pygpukit._math import math_prod
+
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
     if x.dtype not in (float16, bfloat16, float32, float64):
         raise TypeError(f"{name}: expected a floating dtype; got {x.dtype.name}")
     if x.ndim == 0:
         raise ValueError(f"{name}: x must have at least one dimension")
-    return x if x.dtype in (float32, float64) else x.astype(float32)
+    eps = float(eps)
+    if not eps >= 0.0:
+        raise ValueError(f"{name}: eps must be >= 0; got {eps}")
+    ax = _layout.normalize_axis(axis, x.ndim)
+    last = x.ndim - 1
+    view = x if ax == last else x.swapaxes(ax, last)
+    cols = view.shape[-1]
+    rows = math_prod(view.shape[:-1])
+    runtime = x._rt
+    compute = float64 if x.dtype == float64 else float32
+    w = _affine(name, "weight", weight, cols, compute, runtime)
+    b = _affine(name, "bias", bias, cols, compute, runtime)
+    stream = stream_for_runtime(runtime)
+    x2 = view.reshape(rows, cols)  # a view when the leading dims merge, else a copy
+    out = empty_on(runtime, (rows, cols), x.dtype, stream)
+    touch(stream, x2, *(v for v in (w, b) if v is not None), written=out)
+    if out.size:
+        runtime.row_norm(_ROW_NORMS[name], x2, w, b, eps, out, stream)
+    result = out.reshape(view.shape)
+    return result if ax == last else result.swapaxes(ax, last)
 
 
 def softmax(x: GPUArray, axis: int = -1) -> GPUArray:
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (half types computed in float32)."""
-    work = _float_work(x, "softmax")
-    e = exp(subtract(work, reduce("max", work, axis, True)))
-    return divide(e, reduce("sum", e, axis, True)).astype(x.dtype, copy=False)
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (half types computed in float32).
+
+    One fused kernel per call: each row is read once and written once (rows longer than the
+    registers hold are read twice).  NaN propagates; a row of -inf gives NaN.
+    """
+    return _row_norm("softmax", x, axis)
 
 
 def log_softmax(x: GPUArray, axis: int = -1) -> GPUArray:
-    """``x - max - log(sum(exp(x - max)))`` along ``axis`` (half types in float32)."""
-    work = _float_work(x, "log_softmax")
-    shifted = subtract(work, reduce("max", work, axis, True))
-    lse = log(reduce("sum", exp(shifted), axis, True))
-    return subtract(shifted, lse).astype(x.dtype, copy=False)
+    """``(x - max) - log(sum(exp(x - max)))`` along ``axis`` (half types in float32)."""
+    return _row_norm("log_softmax", x, axis)
 
 
 def layer_norm(x: GPUArray, weight: GPUArray | None = None, bias: GPUArray | None = None,
                eps: float = 1e-5) -> GPUArray:
-    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis (half in float32)."""
-    work = _float_work(x, "layer_norm")
-    centered = subtract(work, reduce("mean", work, -1, True))
-    var = reduce("mean", multiply(centered, centered), -1, True)
-    y = multiply(centered, rsqrt(add(var, eps)))
-    if weight is not None:
-        y = multiply(y, weight)
-    if bias is not None:
-        y = add(y, bias)
-    return y.astype(x.dtype, copy=False)
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis (half in float32).
+
+    ``var`` divides by the row length (biased, as torch).  ``weight`` / ``bias`` broadcast to
+    the last axis (shape ``(n,)``, ``(1,)`` or with leading 1s); they are converted to the
+    compute dtype (float32, float64 for float64 x).  The result has x's dtype.
+    """
+    return _row_norm("layer_norm", x, -1, weight, bias, eps)
 
 
 def rms_norm(x: GPUArray, weight: GPUArray | None = None, eps: float = 1e-6) -> GPUArray:
     """``x / sqrt(mean(x**2) + eps) * weight`` over the last axis (half types in float32)."""
-    work = _float_work(x, "rms_norm")
-    y = multiply(work, rsqrt(add(reduce("mean", multiply(work, work), -1, True), eps)))
-    if weight is not None:
-        y = multiply(y, weight)
-    return y.astype(x.dtype, copy=False)
+    return _row_norm("rms_norm", x, -1, weight, None, eps)
 
 
 def _array_list(arrays: Any, op: str) -> list[GPUArray]:

@@ -1,0 +1,392 @@
+"""gp.jit: cold compile, cache hit in a fresh process, and launch cost, side by side with CuPy.
+
+Same run, same GPU. The kernel is the seed README's ``scale`` ("Custom JIT Kernel").
+
+(a) Cold compile, the same work on both sides: compile + module load + first launch + stream
+    synchronize, for a source made unique by a salt comment so that no cache (disk or memory)
+    can answer; ours with ``cache=False`` (and with the disk cache on, a miss into a fresh
+    folder), CuPy's ``RawKernel`` with a fresh ``CUPY_CACHE_DIR``. One warm-up compile per side
+    first (NVRTC loaded, CUDA initialized), then the median of --compiles fresh compiles.
+(b) Cache hit in a fresh process: --procs subprocesses; each imports pygpukit, initializes CUDA
+    (an array on the GPU), then times with perf_counter ``gp.jit(src, func="scale")`` (cache
+    lookup + module load + function; the kernel is launchable when it returns), and the first
+    launch. Two flows: as the README's block runs (``gp.is_nvrtc_available()`` first), and
+    ``gp.jit`` first (it then also finds and loads NVRTC). CuPy's fresh-process disk-cache hit
+    (``RawKernel(...).kernel``) for comparison.
+(c) Launch cost: N back-to-back launches of ``scale`` on 1024 floats from a Python loop, one
+    synchronize at the end, host time / N, median of rounds: our JITKernel (positional and the
+    README's keyword form), the bare prepared ``pygpukit_driver.Launcher`` of the same function
+    (the floor of our Python path), the same launch repeated in C++ (the driver's own floor),
+    CuPy's RawKernel and torch's ``x.mul_(0.5)`` (one eager kernel).
+
+    python benchmarks/bench_jit.py --out benchmarks/results/jit-h200.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _timing import burst_us
+
+import pygpukit as gp
+import pygpukit_driver as drv
+
+SRC = """
+extern "C" __global__
+void scale(float* x, float factor, int n) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < n) x[idx] *= factor;
+}
+"""
+N_ELEMS = 1024
+
+
+def salted() -> str:
+    return SRC + f"// salt {uuid.uuid4().hex}\n"
+
+
+# -- (a) cold compile ------------------------------------------------------------------------
+def cold_ours(x: Any, compiles: int, cache: bool) -> dict[str, Any]:
+    stream = gp.current_stream()
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        kernel = gp.jit(salted(), func="scale", cache=cache)
+        kernel(x, factor=0.5, n=x.size)
+        stream.synchronize()
+        return (time.perf_counter() - t0) * 1e3
+
+    once()  # warm-up: NVRTC loaded, first module
+    samples = [once() for _ in range(compiles)]
+    return {"ms_median": statistics.median(samples), "ms_min": min(samples), "samples_ms": samples}
+
+
+def cold_cupy(compiles: int) -> dict[str, Any]:
+    import cupy as cp
+
+    x = cp.ones(N_ELEMS, dtype=cp.float32)
+    stream = cp.cuda.get_current_stream()
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        kernel = cp.RawKernel(salted(), "scale")
+        kernel(((N_ELEMS + 255) // 256,), (256,), (x, np.float32(0.5), np.int32(N_ELEMS)))
+        stream.synchronize()
+        return (time.perf_counter() - t0) * 1e3
+
+    once()
+    samples = [once() for _ in range(compiles)]
+    return {"ms_median": statistics.median(samples), "ms_min": min(samples), "samples_ms": samples,
+            "cupy": cp.__version__, "nvrtc": ".".join(map(str, cp.cuda.nvrtc.getVersion()))}
+
+
+# -- (b) cache hit in a fresh process --------------------------------------------------------
+CHILD = r"""
+import json, sys, time
+t_import = time.perf_counter()
+import numpy as np
+import pygpukit as gp
+x = gp.from_numpy(np.random.default_rng(0).standard_normal(4096).astype(np.float32))
+before = x.to_numpy()  # CUDA initialized, context current, array on the GPU
+t_ready = time.perf_counter()
+flow = sys.argv[1]
+src = open(sys.argv[2]).read()
+out = {"flow": flow, "import_and_init_ms": (t_ready - t_import) * 1e3}
+n_before = None
+if flow == "readme":
+    t0 = time.perf_counter()
+    ok = gp.is_nvrtc_available()
+    out["is_nvrtc_available_ms"] = (time.perf_counter() - t0) * 1e3
+    assert ok
+    import pygpukit_nvrtc
+    n_before = len(pygpukit_nvrtc.cache_entries())
+t0 = time.perf_counter()
+kernel = gp.jit(src, func="scale")
+t1 = time.perf_counter()
+kernel(x, factor=0.5, n=x.size)
+t2 = time.perf_counter()
+out["jit_ms"] = (t1 - t0) * 1e3
+out["first_launch_ms"] = (t2 - t1) * 1e3
+# Whether the hit needed NVRTC: loaded into the process, or cuda-pathfinder imported to find it.
+out["nvrtc_loaded"] = "libnvrtc" in open("/proc/self/maps").read()
+out["pathfinder_imported"] = "cuda.pathfinder" in sys.modules
+out["correct"] = bool(np.array_equal(x.to_numpy(), before * np.float32(0.5)))
+import pygpukit_nvrtc
+out["cache_entries"] = len(pygpukit_nvrtc.cache_entries())
+out["cache_hit"] = n_before is None or out["cache_entries"] == n_before
+print("RESULT " + json.dumps(out))
+"""
+
+CHILD_CUPY = r"""
+import json, sys, time
+import numpy as np
+import cupy as cp
+x = cp.ones(4096, dtype=cp.float32)
+cp.cuda.get_current_stream().synchronize()
+src = open(sys.argv[1]).read()
+t0 = time.perf_counter()
+kernel = cp.RawKernel(src, "scale")
+kernel.kernel  # compile or load: launchable
+t1 = time.perf_counter()
+print("RESULT " + json.dumps({"jit_ms": (t1 - t0) * 1e3}))
+"""
+
+
+def run_child(code: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    result: dict[str, Any] = json.loads(line[len("RESULT "):])
+    return result
+
+
+def fresh_process(procs: int, tmp: Path) -> dict[str, Any]:
+    src_file = tmp / "scale.cu"
+    src_file.write_text(SRC)
+    env = {**os.environ, "PYGPUKIT_CACHE_DIR": str(tmp / "pgk-cache"),
+           "CUPY_CACHE_DIR": str(tmp / "cupy-cache")}
+    run_child(CHILD, ["readme", str(src_file)], env)  # fills the cache
+    out: dict[str, Any] = {}
+    for flow in ("readme", "jit_first"):
+        runs = [run_child(CHILD, [flow, str(src_file)], env) for _ in range(procs)]
+        assert all(r["correct"] for r in runs), runs
+        assert all(r["cache_hit"] for r in runs), runs
+        jit_ms = [r["jit_ms"] for r in runs]
+        out[flow] = {"jit_ms_median": statistics.median(jit_ms), "jit_ms_max": max(jit_ms),
+                     "first_launch_ms_median": statistics.median(r["first_launch_ms"]
+                                                                 for r in runs),
+                     "runs": runs}
+        if flow == "readme":
+            out[flow]["is_nvrtc_available_ms_median"] = statistics.median(
+                r["is_nvrtc_available_ms"] for r in runs)
+    try:
+        run_child(CHILD_CUPY, [str(src_file)], env)
+        cupy_runs = [run_child(CHILD_CUPY, [str(src_file)], env) for _ in range(procs)]
+        out["cupy"] = {"jit_ms_median": statistics.median(r["jit_ms"] for r in cupy_runs),
+                       "runs": cupy_runs}
+    except Exception as exc:  # report, do not hide, a competitor that could not run
+        out["cupy"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+# -- (c) launch cost ---------------------------------------------------------------------------
+def timed(loop: Callable[[int], None], sync: Callable[[], object], n: int,
+          rounds: int) -> dict[str, Any]:
+    loop(min(n, 2000))  # warm-up
+    sync()
+    per_call = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        loop(n)
+        sync()
+        per_call.append((time.perf_counter() - t0) / n * 1e6)
+    return {"us_per_call_median": statistics.median(per_call), "us_per_call_min": min(per_call),
+            "rounds_us": per_call}
+
+
+def launch_ours(n: int, rounds: int) -> dict[str, Any]:
+    x = gp.from_numpy(np.random.default_rng(1).standard_normal(N_ELEMS).astype(np.float32))
+    kernel = gp.jit(SRC, func="scale")
+    stream = gp.current_stream()
+    size = x.size
+    out: dict[str, Any] = {}
+
+    def positional(k: int) -> None:
+        for _ in range(k):
+            kernel(x, 0.5, size)
+
+    def keywords(k: int) -> None:
+        for _ in range(k):
+            kernel(x, factor=0.5, n=size)
+
+    out["jit_positional"] = timed(positional, stream.synchronize, n, rounds)
+    out["jit_keywords"] = timed(keywords, stream.synchronize, n, rounds)
+    launcher = drv.Launcher(kernel._function, (N_ELEMS + 255) // 256, 256, "Pfi", 0,
+                            stream.handle)
+    ptr = x.data_ptr
+
+    def bare(k: int) -> None:
+        for _ in range(k):
+            launcher(ptr, 0.5, size)
+
+    out["bare_launcher"] = timed(bare, stream.synchronize, n, rounds)
+    out["c_loop_floor"] = timed(lambda k: drv._driver._launch_loop(launcher, k, ptr, 1.0, size),
+                                stream.synchronize, n, rounds)
+    start, end = gp.Event(), gp.Event()
+    stream.synchronize()
+    start.record()
+    positional(n)
+    end.record()
+    end.synchronize()
+    out["gpu_us_per_kernel"] = start.elapsed_time(end) * 1e3 / n
+    out["jit_burst256_us_median"] = burst_us(positional, stream.synchronize, rounds)
+    return out
+
+
+def launch_cupy(n: int, rounds: int) -> dict[str, Any]:
+    import cupy as cp
+
+    x = cp.ones(N_ELEMS, dtype=cp.float32)
+    kernel = cp.RawKernel(SRC, "scale")
+    s = cp.cuda.Stream(non_blocking=True)
+    factor, size = np.float32(0.5), np.int32(N_ELEMS)
+    grid, block = ((N_ELEMS + 255) // 256,), (256,)
+    with s:
+        def loop(k: int) -> None:
+            for _ in range(k):
+                kernel(grid, block, (x, factor, size))
+
+        return {"raw_kernel": timed(loop, s.synchronize, n, rounds), "cupy": cp.__version__}
+
+
+def launch_torch(n: int, rounds: int) -> dict[str, Any]:
+    import torch
+
+    x = torch.ones(N_ELEMS, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        def loop(k: int) -> None:
+            for _ in range(k):
+                x.mul_(0.5)
+
+        return {"mul_": timed(loop, s.synchronize, n, rounds), "torch": torch.__version__}
+
+
+def table(rows: list[tuple[str, str]]) -> None:
+    width = max(len(a) for a, _ in rows)
+    for a, b in rows:
+        print(f"  {a:{width}}  {b}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--compiles", type=int, default=7)
+    ap.add_argument("--procs", type=int, default=7)
+    ap.add_argument("-n", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=7)
+    opts = ap.parse_args()
+    if not gp.is_nvrtc_available():
+        print("needs the CUDA backend and pygpukit[jit]", file=sys.stderr)
+        return 1
+    import pygpukit_nvrtc
+
+    v = drv.driver_version()
+    report: dict[str, Any] = {
+        "benchmark": "jit",
+        "device": drv.Device(0).name,
+        "driver_cuda_version": f"{v // 1000}.{v % 1000 // 10}",
+        "python": platform.python_version(),
+        "nvrtc": ".".join(map(str, pygpukit_nvrtc.version())),
+        "nvrtc_path": pygpukit_nvrtc.path(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
+        "method": __doc__,
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-jit-") as tmp_name:
+        tmp = Path(tmp_name)
+        os.environ["PYGPUKIT_CACHE_DIR"] = str(tmp / "cold-cache")
+        os.environ["CUPY_CACHE_DIR"] = str(tmp / "cold-cupy")
+        x = gp.from_numpy(np.ones(N_ELEMS, dtype=np.float32))
+        cold: dict[str, Any] = {"ours_nocache": cold_ours(x, opts.compiles, cache=False),
+                                "ours_cache_miss": cold_ours(x, opts.compiles, cache=True)}
+        try:
+            cold["cupy"] = cold_cupy(opts.compiles)
+        except Exception as exc:  # report, do not hide, a competitor that could not run
+            cold["cupy"] = {"error": f"{type(exc).__name__}: {exc}"}
+        report["cold_compile"] = cold
+        report["fresh_process_cache_hit"] = fresh_process(opts.procs, tmp)
+        os.environ.pop("PYGPUKIT_CACHE_DIR")  # the folders go with tmp
+        os.environ.pop("CUPY_CACHE_DIR")
+    launch: dict[str, Any] = {"n": opts.n, "rounds": opts.rounds,
+                              "ours": launch_ours(opts.n, opts.rounds)}
+    for name, fn in (("cupy", launch_cupy), ("torch", launch_torch)):
+        try:
+            launch[name] = fn(opts.n, opts.rounds)
+        except Exception as exc:  # report, do not hide, a competitor that could not run
+            launch[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    report["launch"] = launch
+
+    ours_cold = cold["ours_nocache"]["ms_median"]
+    hit = report["fresh_process_cache_hit"]
+    jit_us = launch["ours"]["jit_keywords"]["us_per_call_median"]
+    summary: dict[str, Any] = {
+        "cold_compile_ours_ms": ours_cold,
+        "cold_compile_ours_cache_miss_ms": cold["ours_cache_miss"]["ms_median"],
+        "cache_hit_fresh_process_readme_flow_ms": hit["readme"]["jit_ms_median"],
+        "cache_hit_fresh_process_jit_first_ms": hit["jit_first"]["jit_ms_median"],
+        "is_nvrtc_available_fresh_process_ms": hit["readme"]["is_nvrtc_available_ms_median"],
+        "launch_jit_keywords_us": jit_us,
+        "launch_jit_positional_us": launch["ours"]["jit_positional"]["us_per_call_median"],
+        "launch_bare_launcher_us": launch["ours"]["bare_launcher"]["us_per_call_median"],
+        "launch_c_loop_floor_us": launch["ours"]["c_loop_floor"]["us_per_call_median"],
+        "gpu_us_per_kernel": launch["ours"]["gpu_us_per_kernel"],
+        "launch_jit_burst256_us": launch["ours"]["jit_burst256_us_median"],
+    }
+    if "ms_median" in cold["cupy"]:
+        summary["cold_compile_cupy_ms"] = cold["cupy"]["ms_median"]
+        summary["cold_compile_ratio_ours_over_cupy"] = ours_cold / cold["cupy"]["ms_median"]
+        summary["cold_compile_target_met"] = ours_cold <= cold["cupy"]["ms_median"]
+    if "jit_ms_median" in hit["cupy"]:
+        summary["cache_hit_fresh_process_cupy_ms"] = hit["cupy"]["jit_ms_median"]
+    summary["cache_hit_target_met_readme_flow"] = hit["readme"]["jit_ms_median"] <= 2.0
+    summary["cache_hit_target_met_jit_first"] = hit["jit_first"]["jit_ms_median"] <= 2.0
+    if "raw_kernel" in launch["cupy"]:
+        summary["launch_cupy_raw_kernel_us"] = launch["cupy"]["raw_kernel"]["us_per_call_median"]
+    if "mul_" in launch["torch"]:
+        summary["launch_torch_mul_us"] = launch["torch"]["mul_"]["us_per_call_median"]
+    summary["launch_target_met"] = jit_us <= 2.5
+    report["summary"] = summary
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.out.write_text(json.dumps(report, indent=2) + "\n")
+
+    print(f"gp.jit on {report['device']} (driver CUDA {report['driver_cuda_version']}, "
+          f"NVRTC {report['nvrtc']} at {report['nvrtc_path']})")
+    rows = [("(a) cold compile+load+launch, ours (cache=False)", f"{ours_cold:8.2f} ms"),
+            ("    ours, disk cache on (miss)",
+             f"{cold['ours_cache_miss']['ms_median']:8.2f} ms")]
+    if "cold_compile_cupy_ms" in summary:
+        rows.append(("    CuPy RawKernel (fresh cache)",
+                     f"{summary['cold_compile_cupy_ms']:8.2f} ms  (ours/CuPy "
+                     f"{summary['cold_compile_ratio_ours_over_cupy']:.2f})"))
+    rows += [("(b) fresh process cache hit, README flow", f"{hit['readme']['jit_ms_median']:8.3f}"
+              f" ms  (is_nvrtc_available() before it: "
+              f"{summary['is_nvrtc_available_fresh_process_ms']:.2f} ms)"),
+             ("    gp.jit first (finds+loads NVRTC too)",
+              f"{hit['jit_first']['jit_ms_median']:8.3f} ms")]
+    if "cache_hit_fresh_process_cupy_ms" in summary:
+        rows.append(("    CuPy RawKernel(...).kernel (disk hit)",
+                     f"{summary['cache_hit_fresh_process_cupy_ms']:8.3f} ms"))
+    rows += [("(c) launch, JITKernel kernel(x, factor=, n=)", f"{jit_us:8.3f} us"),
+             ("    JITKernel positional", f"{summary['launch_jit_positional_us']:8.3f} us"),
+             ("    bare pygpukit_driver.Launcher", f"{summary['launch_bare_launcher_us']:8.3f} us"),
+             ("    cuLaunchKernel from a C++ loop", f"{summary['launch_c_loop_floor_us']:8.3f} us"),
+             ("    GPU time per kernel", f"{summary['gpu_us_per_kernel']:8.3f} us")]
+    if "launch_cupy_raw_kernel_us" in summary:
+        rows.append(("    CuPy RawKernel", f"{summary['launch_cupy_raw_kernel_us']:8.3f} us"))
+    if "launch_torch_mul_us" in summary:
+        rows.append(("    torch x.mul_(0.5)", f"{summary['launch_torch_mul_us']:8.3f} us"))
+    table(rows)
+    print(json.dumps({k: v for k, v in summary.items() if k.endswith("met")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

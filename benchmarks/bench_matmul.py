@@ -1,0 +1,137 @@
+"""Matrix products against cuBLAS (through torch), side by side in the same run on the same GPU.
+
+Cases (the targets of issue 05): float16 and bfloat16 at 2048³ (≥ 85% of cuBLAS), 4096³ and
+8192³ (≥ 95%); float32 TF32 at 4096³ and 8192³ (≥ 90%, torch with allow_tf32); exact float32
+(precision "highest") at 4096³ and 8192³ (≥ 90%, torch with TF32 off, i.e. cuBLAS SGEMM); the
+LLM shapes M ∈ {1, 16, 128, 4096}, N = 14336, K = 4096 in bfloat16 and float16, as
+``x @ W`` with W (K, N) row-major and as ``linear(x, W)`` with W (N, K) (≥ 80%).  Both sides
+read the very same random operands (shared through DLPack); each is checked against a float64
+product on the GPU (relative Frobenius error).  CUDA events, warm-up, median of --repeat,
+ours and torch alternating per case; each timed interval holds --batch back-to-back
+products (the stream's throughput, not one call's host latency).  Writes JSON to --out
+and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from _timing import median_event_ms, torch_event, torch_report
+
+import pygpukit as gp
+
+TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "tf32": 2e-3, "highest": 1e-5}
+
+
+def cases(quick: bool) -> list[dict[str, Any]]:
+    """Every measured case with its target (percent of cuBLAS)."""
+    out: list[dict[str, Any]] = []
+    for dtype in ("float16", "bfloat16"):
+        for size, target in ((2048, 85), (4096, 95), (8192, 95)):
+            out.append(dict(dtype=dtype, precision=None, m=size, n=size, k=size,
+                            layout="matmul", target=target))
+    for precision in ("tf32", "highest"):
+        for size, target in ((2048, None), (4096, 90), (8192, 90)):
+            out.append(dict(dtype="float32", precision=precision, m=size, n=size, k=size,
+                            layout="matmul", target=target))
+    for dtype in ("bfloat16", "float16"):
+        for layout in ("matmul", "linear"):
+            for m in (1, 16, 128, 4096):
+                out.append(dict(dtype=dtype, precision=None, m=m, n=14336, k=4096,
+                                layout=layout, target=80))
+    if quick:
+        out = [c for c in out if c["m"] * c["n"] * c["k"] <= 4096**3]
+    return out
+
+
+def run_case(case: dict[str, Any], repeat: int, batch: int) -> dict[str, Any]:
+    m, n, k = case["m"], case["n"], case["k"]
+    dtype = TORCH_DTYPES[case["dtype"]]
+    gen = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen)
+    if case["layout"] == "linear":
+        w = torch.randn(n, k, device="cuda", dtype=dtype, generator=gen)
+        b_ours = gp.from_dlpack(w)
+        torch_fn: Callable[[], Any] = lambda: torch.nn.functional.linear(a, w)  # noqa: E731
+        ref = a.double() @ w.double().T
+    else:
+        w = torch.randn(k, n, device="cuda", dtype=dtype, generator=gen)
+        b_ours = gp.from_dlpack(w)
+        torch_fn = lambda: a @ w  # noqa: E731
+        ref = a.double() @ w.double()
+    a_ours = gp.from_dlpack(a)
+    precision = case["precision"]
+    if case["layout"] == "linear":
+        ours_fn: Callable[[], Any] = lambda: gp.linear(a_ours, b_ours)  # noqa: E731
+    else:
+        ours_fn = lambda: gp.matmul(a_ours, b_ours, precision=precision)  # noqa: E731
+
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.cuda.synchronize()
+    result = ours_fn()
+    kernel = result._rt.gemm_last_kernel()
+    got = torch.from_dlpack(result).double()
+    err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+    finite = bool(torch.isfinite(got).all())
+    t_err = float(torch.linalg.norm(torch_fn().double() - ref) / torch.linalg.norm(ref))
+    del got, ref
+
+    def batched(fn: Callable[[], Any]) -> Callable[[], None]:
+        # `batch` back-to-back products per event pair: the GPU time of a stream of products
+        # (as in a model), not the host's dispatch latency of a single one.
+        def run() -> None:
+            for _ in range(batch):
+                fn()
+        return run
+
+    ours_ms = median_event_ms(batched(ours_fn), repeat, gp.Event) / batch
+    torch_ms = median_event_ms(batched(torch_fn), repeat, torch_event) / batch
+    # A second round in the other order, so clocks and caches favour neither side.
+    torch_ms = min(torch_ms, median_event_ms(batched(torch_fn), repeat, torch_event) / batch)
+    ours_ms = min(ours_ms, median_event_ms(batched(ours_fn), repeat, gp.Event) / batch)
+    flops = 2.0 * m * n * k
+    label = case["precision"] or case["dtype"]
+    tol = TOLERANCE[case["precision"] or case["dtype"]]
+    pct = 100.0 * torch_ms / ours_ms
+    return {
+        **case, "label": label, "kernel": kernel, "ours_ms": ours_ms, "torch_ms": torch_ms,
+        "ours_tflops": flops / ours_ms / 1e9, "torch_tflops": flops / torch_ms / 1e9,
+        "pct_of_cublas": pct, "rel_error": err, "tolerance": tol, "finite": finite,
+        "accurate": finite and err <= tol, "torch_rel_error": t_err,
+        "met": (case["target"] is None or pct >= case["target"]) and finite and err <= tol,
+    }
+
+
+def main() -> None:
+    """Run every case and write the JSON report."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--batch", type=int, default=10, help="products per timed interval")
+    parser.add_argument("--quick", action="store_true", help="skip the 8192³ cases")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    assert gp.backend() == "cuda", "the benchmark needs the CUDA backend"
+
+    rows = [run_case(case, args.repeat, args.batch) for case in cases(args.quick)]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    report = torch_report("matmul", batch=args.batch, repeat=args.repeat, rows=rows)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"matmul vs cuBLAS (torch {torch.__version__}) on {report['device']}")
+    print(f"  {'case':44} {'ours TF/s':>9} {'cuBLAS':>8} {'%':>6} {'target':>6} {'rel err':>9}  "
+          "kernel")
+    for r in rows:
+        case = f"{r['label']} {r['layout']} {r['m']}x{r['n']}x{r['k']}"
+        target = "-" if r["target"] is None else f"{r['target']}%"
+        flag = "" if r["met"] else "  <- NOT MET"
+        print(f"  {case:44} {r['ours_tflops']:9.1f} {r['torch_tflops']:8.1f} "
+              f"{r['pct_of_cublas']:6.1f} {target:>6} {r['rel_error']:9.2e}  {r['kernel']}{flag}")
+
+
+if __name__ == "__main__":
+    main()

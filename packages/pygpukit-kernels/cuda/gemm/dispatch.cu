@@ -1,0 +1,224 @@
+// pgk_gemm: argument checks, batch folding and the choice of kernel family.
+//
+// Order of preference: float64 -> SIMT; m <= 16 -> the streaming small-m family (float32
+// only with a column-major B); Hopper -> the SM90a TMA/WGMMA family (float32 TF32 with a
+// row-major B first transposes B into the workspace, since TF32 WGMMA reads K-major operands
+// only); sm_80+ -> multistage mma.sync; anything the faster families decline (alignment,
+// layout) -> SIMT.  A family declines with
+// cudaErrorNotSupported before launching anything.
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "gemm_problem.cuh"
+#include "pygpukit_kernels.h"
+
+namespace pgk::gemm {
+namespace {
+
+thread_local const char* t_pending_kernel = "";
+thread_local const char* t_last_kernel = "";
+
+constexpr int kMaxDevices = 64;
+std::atomic<int> g_sm_cache[kMaxDevices];  // 0 = not yet queried
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+size_t element_size(int dtype) {
+  switch (dtype) {
+    case PGK_FLOAT16:
+    case PGK_BFLOAT16: return 2;
+    case PGK_FLOAT32: return 4;
+    case PGK_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+bool fits_int(int64_t v) { return v >= 1 && v <= INT_MAX; }
+
+// Checks the public descriptor and converts it; cudaErrorInvalidValue for anything malformed.
+cudaError_t to_problem(const pgk_gemm_desc* d, Problem* p) {
+  if (d == nullptr || element_size(d->dtype) == 0) return cudaErrorInvalidValue;
+  if (d->precision != PGK_PRECISION_HIGHEST && d->precision != PGK_PRECISION_TF32)
+    return cudaErrorInvalidValue;
+  if (d->activation < PGK_ACT_NONE || d->activation > PGK_ACT_GELU_TANH) return cudaErrorInvalidValue;
+  if (d->b_col_major != 0 && d->b_col_major != 1) return cudaErrorInvalidValue;
+  if (!fits_int(d->m) || !fits_int(d->n) || !fits_int(d->k) || !fits_int(d->batch))
+    return cudaErrorInvalidValue;
+  if (d->a == nullptr || d->b == nullptr || d->c == nullptr) return cudaErrorInvalidValue;
+  if (d->lda < d->k || d->ldb < (d->b_col_major ? d->k : d->n) || d->ldc < d->n)
+    return cudaErrorInvalidValue;
+  if (d->batch_stride_a < 0 || d->batch_stride_b < 0 || d->batch_stride_c < 0)
+    return cudaErrorInvalidValue;
+  // Distinct batches of C must not overlap (their rows span (m-1)*ldc + n elements).
+  if (d->batch > 1 && d->batch_stride_c < (d->m - 1) * d->ldc + d->n) return cudaErrorInvalidValue;
+  const size_t es = element_size(d->dtype);
+  auto aligned = [es](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % es == 0; };
+  if (!aligned(d->a) || !aligned(d->b) || !aligned(d->c) || (d->bias && !aligned(d->bias)))
+    return cudaErrorInvalidValue;
+
+  p->m = static_cast<int>(d->m);
+  p->n = static_cast<int>(d->n);
+  p->k = static_cast<int>(d->k);
+  p->batch = static_cast<int>(d->batch);
+  p->dtype = d->dtype;
+  p->a = d->a;
+  p->lda = d->lda;
+  p->batch_stride_a = d->batch > 1 ? d->batch_stride_a : 0;
+  p->b = d->b;
+  p->ldb = d->ldb;
+  p->batch_stride_b = d->batch > 1 ? d->batch_stride_b : 0;
+  p->b_col_major = d->b_col_major != 0;
+  p->c = d->c;
+  p->ldc = d->ldc;
+  p->batch_stride_c = d->batch > 1 ? d->batch_stride_c : 0;
+  p->bias = d->bias;
+  p->act = static_cast<Activation>(d->activation);
+  p->precision = static_cast<Precision>(d->precision);
+
+  // x @ W with a batch of x and one W: the batches of A and C are evenly spaced rows, so the
+  // whole batch is one (batch*m, k) @ (k, n) product — one launch with bigger tiles.
+  const int64_t rows = int64_t{p->batch} * p->m;
+  if (p->batch > 1 && p->batch_stride_b == 0 && p->batch_stride_a == p->m * p->lda &&
+      p->batch_stride_c == p->m * p->ldc && rows <= INT_MAX) {
+    p->m = static_cast<int>(rows);
+    p->batch = 1;
+    p->batch_stride_a = p->batch_stride_c = 0;
+  }
+  return cudaSuccess;
+}
+
+bool tf32_needs_transposed_b(const Problem& p, int sm) {
+  return sm == 90 && p.dtype == PGK_FLOAT32 && p.precision == Precision::Tf32 && !p.b_col_major &&
+         p.m > 16;
+}
+
+// Bytes of B^T staged in the workspace for the Hopper TF32 path.
+size_t transposed_b_bytes(const Problem& p) {
+  const int64_t copies = p.batch_stride_b == 0 ? 1 : p.batch;
+  return align_up(static_cast<size_t>(copies) * p.k * p.n * sizeof(float));
+}
+
+Problem with_transposed_b(const Problem& p, void* staged) {
+  Problem q = p;
+  q.b = staged;
+  q.ldb = p.k;
+  q.b_col_major = true;
+  q.batch_stride_b = p.batch_stride_b == 0 ? 0 : int64_t{p.k} * p.n;
+  return q;
+}
+
+size_t workspace_bytes(const Problem& p, int sm) {
+  size_t bytes = 0;
+  auto at_least = [&bytes](size_t b) { bytes = b > bytes ? b : bytes; };
+#if PGK_HAVE_SM90
+  if (sm == 90) {
+    if (tf32_needs_transposed_b(p, sm)) {
+      at_least(transposed_b_bytes(p) + sm90_workspace_bytes(with_transposed_b(p, nullptr)));
+    } else {
+      at_least(sm90_workspace_bytes(p));
+    }
+  }
+#endif
+  if (sm >= 80) at_least(sm80_workspace_bytes(p));
+  return bytes ? align_up(bytes) : 0;
+}
+
+bool declined(cudaError_t status) {
+  if (status != cudaErrorNotSupported) return false;
+  // A decline launched nothing, but keep cudaGetLastError clean for the next family anyway.
+  (void)cudaGetLastError();
+  return true;
+}
+
+cudaError_t run(const Problem& p, int sm, void* ws, size_t ws_bytes, cudaStream_t s) {
+  cudaError_t status;
+  if (p.dtype == PGK_FLOAT64) return simt_gemm(p, s);
+  // float32 streams well only down K-contiguous columns; a row-major float32 B with small m
+  // goes to the tensor-core families instead.
+  if (p.m <= 16 && (p.dtype != PGK_FLOAT32 || p.b_col_major)) {
+    status = gemv_gemm(p, s);
+    if (!declined(status)) return status;
+  }
+#if PGK_HAVE_SM90
+  if (sm == 90) {
+    if (tf32_needs_transposed_b(p, sm)) {
+      const size_t staged_bytes = transposed_b_bytes(p);
+      Problem q = with_transposed_b(p, ws);
+      // Only worth it (and only done) when the SM90 kernel will take the transposed problem.
+      if (sm90_workspace_bytes(q) + staged_bytes <= ws_bytes) {
+        const int64_t copies = p.batch_stride_b == 0 ? 1 : p.batch;
+        const int64_t shape[3] = {copies, p.k, p.n};
+        const int64_t src_strides[3] = {p.batch_stride_b * 4, p.ldb * 4, 4};
+        const int64_t dst_strides[3] = {int64_t{p.k} * p.n * 4, 4, int64_t{p.k} * 4};
+        int rc = pgk_copy(p.b, PGK_FLOAT32, src_strides, ws, PGK_FLOAT32, dst_strides, 3, shape, s);
+        if (rc != 0) return static_cast<cudaError_t>(rc);
+        status = sm90_gemm(q, static_cast<char*>(ws) + staged_bytes, ws_bytes - staged_bytes, s);
+        if (!declined(status)) return status;
+      }
+    } else {
+      status = sm90_gemm(p, ws, ws_bytes, s);
+      if (!declined(status)) return status;
+    }
+  }
+#endif
+  if (sm >= 80) {
+    status = sm80_gemm(p, ws, ws_bytes, s);
+    if (!declined(status)) return status;
+  }
+  return simt_gemm(p, s);
+}
+
+}  // namespace
+
+void note_kernel(const char* name) { t_pending_kernel = name; }
+
+int current_sm() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0) return 0;
+  if (device < kMaxDevices) {
+    const int cached = g_sm_cache[device].load(std::memory_order_relaxed);
+    if (cached != 0) return cached;
+  }
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return 0;
+  const int sm = 10 * major + minor;
+  if (device < kMaxDevices) g_sm_cache[device].store(sm, std::memory_order_relaxed);
+  return sm;
+}
+
+}  // namespace pgk::gemm
+
+extern "C" PGK_API int pgk_gemm_workspace_size(const pgk_gemm_desc* desc, uint64_t* bytes) {
+  using namespace pgk::gemm;
+  if (bytes == nullptr) return cudaErrorInvalidValue;
+  Problem p;
+  cudaError_t status = to_problem(desc, &p);
+  if (status != cudaSuccess) return status;
+  *bytes = workspace_bytes(p, current_sm());
+  return cudaSuccess;
+}
+
+extern "C" PGK_API int pgk_gemm(const pgk_gemm_desc* desc, void* workspace,
+                                uint64_t workspace_bytes_given, void* stream) {
+  using namespace pgk::gemm;
+  Problem p;
+  cudaError_t status = to_problem(desc, &p);
+  if (status != cudaSuccess) return status;
+  const int sm = current_sm();
+  const size_t needed = workspace_bytes(p, sm);
+  if (workspace_bytes_given < needed || (needed > 0 && workspace == nullptr) ||
+      reinterpret_cast<uintptr_t>(workspace) % kAlign != 0)
+    return cudaErrorInvalidValue;
+  t_pending_kernel = "";
+  status = run(p, sm, workspace, workspace_bytes_given, static_cast<cudaStream_t>(stream));
+  if (status == cudaSuccess) t_last_kernel = t_pending_kernel;
+  return status;
+}
+
+extern "C" PGK_API const char* pgk_gemm_last_kernel(void) { return pgk::gemm::t_last_kernel; }
