@@ -125,6 +125,7 @@ def test_changed_environment_is_rediscovered(
     name: str,
 ) -> None:
     monkeypatch.setattr(_loader, "_load_override", lambda _value: fake())
+    monkeypatch.delenv(name, raising=False)  # the baseline: unset (GPU machines set some)
     _discovery.facts()
     new_process()
     monkeypatch.setenv(name, str(tmp_path / "elsewhere"))
