@@ -285,6 +285,32 @@ def test_launch_uses_the_current_stream_and_records_array_use(
     assert len(fake_launch.made) == 2  # `with other:` and stream=other share one launcher
 
 
+def test_bound_launch_repeats_with_packed_arguments(fake_launch: type[_FakeLauncher]) -> None:
+    src = 'extern "C" __global__ void k(const float* a, float* b, __half h, int n) {}'
+    a = gp.from_numpy(np.ones(16, np.float32))
+    b = gp.from_numpy(np.ones(16, np.float32))
+    kernel = _kernel(src, "k", a._rt)
+    bound = kernel.bind(a, b, h=1.5, n=16)
+    assert isinstance(bound, gp.BoundLaunch) and bound.kernel is kernel
+    bound()
+    bound()
+    (launcher,) = kernel._launchers.values()
+    h_bits = int(np.float16(1.5).view(np.uint16))
+    assert launcher.calls == [(a.data_ptr, b.data_ptr, h_bits, 16)] * 2
+    # Another stream wrote b in between: the bound launch records its own write again.
+    other = gp.Stream()
+    b._block.writer = other
+    bound()
+    assert b._block.writer is bound.stream is gp.current_stream()
+    # Bad arguments are refused at bind time, with a call's messages.
+    with pytest.raises(TypeError, match="h: cannot pass 'x' as __half"):
+        kernel.bind(a, b, "x", 16)
+    with pytest.raises(TypeError, match="missing arguments: n"):
+        kernel.bind(a, b, 1.0)
+    with pytest.raises(TypeError, match=r"b: the kernel takes float \*, the array is float64"):
+        kernel.bind(a, gp.zeros(4, gp.float64), 1.0, 4)
+
+
 def test_launchers_per_kernel_are_bounded(fake_launch: type[_FakeLauncher]) -> None:
     x = gp.from_numpy(np.ones(4, np.float32))
     kernel = _kernel(SEED_SRC, "scale", x._rt)

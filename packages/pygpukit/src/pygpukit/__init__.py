@@ -64,7 +64,7 @@ from pygpukit._errors import (  # noqa: E402
     KernelLaunchError,
     PartitionMemoryError,
 )
-from pygpukit._jit import JITKernel, JITModule, jit  # noqa: E402
+from pygpukit._jit import BoundLaunch, JITKernel, JITModule, jit  # noqa: E402
 from pygpukit._linalg import (  # noqa: E402
     get_matmul_precision,
     linear,
@@ -121,6 +121,7 @@ __all__ = [
     "SUPPORTED_DTYPES",
     "AdmissionError",
     "BackendUnavailableError",
+    "BoundLaunch",
     "CudaError",
     "CudaOutOfMemoryError",
     "Device",

@@ -219,8 +219,9 @@ class JITKernel:
         self._launchers[key] = launcher
         return launcher
 
-    def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                 stream: Any = None, **kwargs: Any) -> None:
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
+                 shared_mem: int, stream: Any) -> tuple[Any, list[Any], Any, list[Any]]:
+        """Launcher, packed values, target stream and (array, written) pairs of one call."""
         if not kwargs:
             values = list(args) if len(args) == self._nparams else self._bind(args, kwargs)
         elif len(args) + len(kwargs) == self._nparams:
@@ -233,6 +234,7 @@ class JITKernel:
             values = self._bind(args, kwargs)
         runtime = self._runtime
         target = stream if stream is not None else stream_for_runtime(runtime)
+        arrays: list[Any] = []
         for i, param, pointee, writable in self._pointers:
             value = values[i]
             if isinstance(value, GPUArray):
@@ -246,6 +248,7 @@ class JITKernel:
                 if block_.stream is not target or (writable and block_.writer is not target):
                     touch(target, value, written=value if writable else None)
                 values[i] = block_.address + value._offset
+                arrays.append((value, writable))
             elif not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{param.name}: expected a GPUArray or a device pointer (int) "
                                 f"for {param.ctype}; got {type(value).__name__}")
@@ -262,18 +265,49 @@ class JITKernel:
         elif type(grid) is list:
             grid = tuple(grid)
         for i, convert in self._converts:
-            values[i] = convert(values[i])
+            try:
+                values[i] = convert(values[i])
+            except (TypeError, ValueError) as exc:
+                param = self.params[i]
+                raise TypeError(f"{param.name}: cannot pass {values[i]!r} as {param.ctype} "
+                                f"({exc})") from None
         key = (grid, block, shared_mem, target)
         launcher = self._launchers.get(key)
         if launcher is None:
             launcher = self._launcher(key)
+        return launcher, values, target, arrays
+
+    def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
+                 stream: Any = None, **kwargs: Any) -> None:
+        launcher, values, _, _ = self._prepare(args, kwargs, grid, block, shared_mem, stream)
         if self._context_handle is None or self._current_context() != self._context_handle:
-            runtime.activate()
+            self._runtime.activate()
         try:
             launcher(*values)
         except (TypeError, ValueError, OverflowError) as exc:
             self._explain(exc, args, kwargs)
             raise
+
+    def bind(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
+             stream: Any = None, **kwargs: Any) -> BoundLaunch:
+        """Check and pack the arguments once; return a launch to repeat at the driver's cost.
+
+        Takes what a call takes.  The result launches the kernel with these very arguments on
+        the stream chosen now (the current one unless ``stream=`` is given) each time it is
+        called, skipping argument matching and conversion; the arrays are kept alive by it.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As a call does, for arguments that do not fit the kernel's parameters.
+        """
+        launcher, values, target, arrays = self._prepare(args, kwargs, grid, block, shared_mem,
+                                                         stream)
+        # A call learns of a scalar that does not fit from the Launcher; check them now.
+        for param, value in zip(self.params, self._bind(args, kwargs), strict=True):
+            if not param.pointer:
+                _pack(param, value, self._runtime)
+        return BoundLaunch(self, launcher, tuple(values), target, arrays)
 
     def _explain(self, exc: BaseException, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
@@ -290,6 +324,37 @@ class JITKernel:
     def __repr__(self) -> str:
         signature = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
         return f"<pygpukit.JITKernel {self.name}({signature})>"
+
+
+class BoundLaunch:
+    """A kernel launch with its arguments packed, made by :meth:`JITKernel.bind`.
+
+    Calling it enqueues the kernel again on its stream (its arrays' stream records are kept
+    up to date, as a call's are); nothing is converted or matched any more.
+    """
+
+    __slots__ = ("_activate", "_arrays", "_context", "_current", "_launcher", "_values",
+                 "kernel", "stream")
+
+    def __init__(self, kernel: JITKernel, launcher: Any, values: tuple[Any, ...], stream: Any,
+                 arrays: list[Any]) -> None:
+        self.kernel, self.stream = kernel, stream
+        self._launcher, self._values, self._arrays = launcher, values, tuple(arrays)
+        self._context, self._current = kernel._context_handle, kernel._current_context
+        self._activate = kernel._runtime.activate
+
+    def __call__(self) -> None:
+        target = self.stream
+        for array, writable in self._arrays:
+            block_ = array._block
+            if block_.stream is not target or (writable and block_.writer is not target):
+                touch(target, array, written=array if writable else None)
+        if self._context is None or self._current() != self._context:
+            self._activate()
+        self._launcher(*self._values)
+
+    def __repr__(self) -> str:
+        return f"<pygpukit.BoundLaunch of {self.kernel.name}>"
 
 
 class JITModule:
