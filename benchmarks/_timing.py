@@ -8,11 +8,13 @@ from typing import Any
 
 
 def median_event_ms(fn: Callable[[], object], repeat: int,
-                    make_event: Callable[[], Any]) -> float:
-    """Median milliseconds of ``fn`` between two events from ``make_event``, after 3 warm-ups.
+                    make_event: Callable[[], Any], batch: int = 1) -> float:
+    """Median milliseconds per call of ``fn`` between two events, after 3 warm-ups.
 
-    The events need ``record()``, ``synchronize()`` and ``elapsed_time(end)`` (torch's and
-    pygpukit's both have them); they are recorded on the current stream.
+    The events (from ``make_event``) need ``record()``, ``synchronize()`` and
+    ``elapsed_time(end)`` (torch's and pygpukit's both have them); they are recorded on the
+    current stream.  Each sample holds ``batch`` back-to-back calls and is divided by it: the
+    stream's throughput, without one call's host dispatch counted as device time.
     """
     start, end = make_event(), make_event()
     for _ in range(3):
@@ -20,10 +22,11 @@ def median_event_ms(fn: Callable[[], object], repeat: int,
     samples = []
     for _ in range(repeat):
         start.record()
-        fn()
+        for _ in range(batch):
+            fn()
         end.record()
         end.synchronize()
-        samples.append(start.elapsed_time(end))
+        samples.append(start.elapsed_time(end) / batch)
     return statistics.median(samples)
 
 

@@ -57,17 +57,11 @@ def main() -> None:
     gx2, tx2 = gx.reshape(-1, cols), tx.view(-1, cols)
     torch.cuda.synchronize()
 
-    def batched(fn: Callable[[], object]) -> Callable[[], None]:
-        def run() -> None:
-            for _ in range(args.batch):
-                fn()
-        return run
-
     def ours(fn: Callable[[], object]) -> float:
-        return median_event_ms(batched(fn), args.repeat, gp.Event) / args.batch
+        return median_event_ms(fn, args.repeat, gp.Event, args.batch)
 
     def theirs(fn: Callable[[], object]) -> float:
-        return median_event_ms(batched(fn), args.repeat, torch_event) / args.batch
+        return median_event_ms(fn, args.repeat, torch_event, args.batch)
 
     ceiling_out = torch.empty_like(tx)
     copy_ms = theirs(lambda: ceiling_out.copy_(tx))

@@ -82,19 +82,13 @@ def run_case(case: dict[str, Any], repeat: int, batch: int) -> dict[str, Any]:
     t_err = float(torch.linalg.norm(torch_fn().double() - ref) / torch.linalg.norm(ref))
     del got, ref
 
-    def batched(fn: Callable[[], Any]) -> Callable[[], None]:
-        # `batch` back-to-back products per event pair: the GPU time of a stream of products
-        # (as in a model), not the host's dispatch latency of a single one.
-        def run() -> None:
-            for _ in range(batch):
-                fn()
-        return run
-
-    ours_ms = median_event_ms(batched(ours_fn), repeat, gp.Event) / batch
-    torch_ms = median_event_ms(batched(torch_fn), repeat, torch_event) / batch
+    # `batch` back-to-back products per event pair: the GPU time of a stream of products (as
+    # in a model), not the host's dispatch latency of a single one.
+    ours_ms = median_event_ms(ours_fn, repeat, gp.Event, batch)
+    torch_ms = median_event_ms(torch_fn, repeat, torch_event, batch)
     # A second round in the other order, so clocks and caches favour neither side.
-    torch_ms = min(torch_ms, median_event_ms(batched(torch_fn), repeat, torch_event) / batch)
-    ours_ms = min(ours_ms, median_event_ms(batched(ours_fn), repeat, gp.Event) / batch)
+    torch_ms = min(torch_ms, median_event_ms(torch_fn, repeat, torch_event, batch))
+    ours_ms = min(ours_ms, median_event_ms(ours_fn, repeat, gp.Event, batch))
     flops = 2.0 * m * n * k
     label = case["precision"] or case["dtype"]
     tol = TOLERANCE[case["precision"] or case["dtype"]]

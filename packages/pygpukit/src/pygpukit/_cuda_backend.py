@@ -22,6 +22,7 @@ from pygpukit._allocator import CachingAllocator
 from pygpukit._dtypes import kernel_code
 from pygpukit._errors import KernelLaunchError
 from pygpukit._stream import Stream
+from pygpukit._transfer import empty_on, touch
 
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray
@@ -271,8 +272,6 @@ class CudaRuntime:
     def gemm(self, a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool,
              bias: GPUArray | None, activation: int, precision: int, stream: Stream) -> None:
         """``c = act(a @ b + bias)`` over 2-D or 3-D views (see :mod:`pygpukit._linalg`)."""
-        from pygpukit._transfer import empty_on, touch
-
         self.activate()
         desc = _gemm_desc(a, b, c, b_col_major, bias, activation, precision)
         size = ctypes.c_uint64(0)

@@ -149,6 +149,16 @@ def _half_bits(dtype: np.dtype[Any]) -> Any:
     return convert
 
 
+def _note_use(target: Any, array: GPUArray, writable: bool) -> None:
+    """Record a launch's use of ``array`` on ``target`` (for the allocator and to_numpy).
+
+    :func:`touch` is skipped when the block already names that stream (the common case).
+    """
+    block = array._block
+    if block.stream is not target or (writable and block.writer is not target):
+        touch(target, array, written=array if writable else None)
+
+
 class JITKernel:
     """A compiled kernel; call it with the kernel's arguments (by position or by name).
 
@@ -244,10 +254,8 @@ class JITKernel:
                 if pointee is not None and value.dtype != pointee:
                     raise TypeError(f"{param.name}: the kernel takes {param.ctype}, the array "
                                     f"is {value.dtype.name} (expected {pointee.name})")
-                block_ = value._block
-                if block_.stream is not target or (writable and block_.writer is not target):
-                    touch(target, value, written=value if writable else None)
-                values[i] = block_.address + value._offset
+                _note_use(target, value, writable)
+                values[i] = value._block.address + value._offset
                 arrays.append((value, writable))
             elif not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{param.name}: expected a GPUArray or a device pointer (int) "
@@ -346,9 +354,7 @@ class BoundLaunch:
     def __call__(self) -> None:
         target = self.stream
         for array, writable in self._arrays:
-            block_ = array._block
-            if block_.stream is not target or (writable and block_.writer is not target):
-                touch(target, array, written=array if writable else None)
+            _note_use(target, array, writable)
         if self._context is None or self._current() != self._context:
             self._activate()
         self._launcher(*self._values)

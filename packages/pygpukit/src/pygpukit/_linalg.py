@@ -165,25 +165,19 @@ def _fast_2d(a: GPUArray, b: GPUArray, bias: GPUArray | None, activation: str | 
     if (a.ndim != 2 or b.ndim != 2 or b.dtype is not dtype or a._rt is not b._rt
             or dtype not in _SUPPORTED):
         return None
+    bkn = b.T if b_is_weight else b  # B as (k, n)
     m, k = a.shape
-    if b_is_weight:
-        n, k2 = b.shape
-        bn, bk = b.strides
-    else:
-        k2, n = b.shape
-        bk, bn = b.strides
+    k2, n = bkn.shape
     if k != k2 or not (m and n and k):
         return None
-    es = dtype.itemsize
     if bias is not None and (bias.dtype is not dtype or bias._rt is not a._rt
-                             or bias.shape != (n,) or (n > 1 and bias.strides[0] != es)):
+                             or bias.shape != (n,) or not bias.is_contiguous()):
         return None
-    am, ak = a.strides
-    if not ((k == 1 or ak == es) and (m == 1 or (am >= k * es and am % es == 0))):
+    if not _rows_usable(a):
         return None
-    if (n == 1 or bn == es) and (k == 1 or (bk >= n * es and bk % es == 0)):
+    if _rows_usable(bkn):
         b_col_major = False
-    elif (k == 1 or bk == es) and (n == 1 or (bn >= k * es and bn % es == 0)):
+    elif _cols_usable(bkn):
         b_col_major = True
     else:
         return None
@@ -194,7 +188,7 @@ def _fast_2d(a: GPUArray, b: GPUArray, bias: GPUArray | None, activation: str | 
         touch(stream, a, b, written=c)
     else:
         touch(stream, a, b, bias, written=c)
-    runtime.gemm(a, b.T if b_is_weight else b, c, b_col_major, bias,
+    runtime.gemm(a, bkn, c, b_col_major, bias,
                  ACTIVATION_CODES[activation], PRECISION_CODES[precision], stream)
     return c
 
@@ -268,10 +262,9 @@ def _product(op: str, a: GPUArray, b: GPUArray, bias: GPUArray | None, activatio
 
 def _reshapes_to(x: GPUArray, shape: tuple[int, ...]) -> bool:
     try:
-        x.reshape(shape)
+        return x.reshape(shape)._block is x._block
     except ValueError:
         return False
-    return x.reshape(shape)._block is x._block
 
 
 def _zero_product(target: GPUArray, bias: GPUArray | None, activation: str | None) -> None:
