@@ -13,7 +13,7 @@
 // Groups are loaded as one 16-byte vector when the item's start is 16-byte aligned and as
 // single elements otherwise: both give the same values in the same order.  With chunks > 1
 // the chunk length is rounded up to a multiple of 8 elements (so chunk starts stay aligned)
-// and the chunk partials are combined by reduce_partials_kernel as in the generic path.
+// and the chunk values are combined by reduce_fast_partials_kernel (order described there).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -121,16 +121,42 @@ reduce_fast_kernel(ReduceParams<ComputeOf<S>> p) {
       __syncthreads();
     }
     if (lane == 0 && live) {
-      Acc<C> a{};
-      a.v = v;
-      a.m2 = C(0);
-      a.n = len > 0 ? c : -1;  // max/min: -1 marks an empty chunk
       if (p.chunks > 1) {
-        p.work[o * p.chunks + c] = a;
+        // An empty chunk leaves the identity, which the combination ignores.
+        reinterpret_cast<C*>(p.work)[o * p.chunks + c] = v;
       } else {
+        Acc<C> a{};
+        a.v = v;
         finish_out(p, a, p.out + out_offset(p, o, false));
       }
     }
+  }
+}
+
+// Second pass with chunks > 1: one block per output combines its chunk values — thread t takes
+// chunks t, t + 256, ... in order, then the warp butterfly and the 8 warp values in warp order.
+template <class C, int OP>
+__global__ void __launch_bounds__(kReduceBlock) reduce_fast_partials_kernel(ReduceParams<C> p) {
+  __shared__ C warp_vals[kReduceBlock / 32];
+  pdl_enter();  // launched with launch_k right after the chunk kernel
+  const C* parts = reinterpret_cast<const C*>(p.work);
+  for (int64_t o = blockIdx.x; o < p.nout; o += gridDim.x) {
+    C v = red_identity<C, OP>();
+    for (int c = threadIdx.x; c < p.chunks; c += kReduceBlock) {
+      v = red_op<C, OP>(v, parts[o * p.chunks + c]);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v = red_shfl_xor<C, OP>(v, off);
+    if (threadIdx.x % 32 == 0) warp_vals[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      Acc<C> a{};
+      a.v = warp_vals[0];
+#pragma unroll
+      for (int k = 1; k < kReduceBlock / 32; ++k) a.v = red_op<C, OP>(a.v, warp_vals[k]);
+      finish_out(p, a, p.out + out_offset(p, o, false));
+    }
+    __syncthreads();
   }
 }
 
@@ -171,9 +197,15 @@ int launch_reduce_fast(const ReducePlan& plan, const void* x, void* out, int out
   const int64_t items = plan.nout * chunks;
   const int rpb = warp ? kReduceBlock / 32 : 1;
   const unsigned grid = grid_for((items + rpb - 1) / rpb, 1);
-#define PGK_RF(OPC)                                                                        \
-  if (warp) launch_k(reduce_fast_kernel<S, OPC, 32>, grid, kReduceBlock, stream, p);       \
-  else launch_k(reduce_fast_kernel<S, OPC, kReduceBlock>, grid, kReduceBlock, stream, p);  \
+  const int64_t gx = plan.nout < 65535 ? plan.nout : 65535;
+#define PGK_RF(OPC)                                                                           \
+  if (warp) launch_k(reduce_fast_kernel<S, OPC, 32>, grid, kReduceBlock, stream, p);          \
+  else launch_k(reduce_fast_kernel<S, OPC, kReduceBlock>, grid, kReduceBlock, stream, p);     \
+  if (chunks > 1) {                                                                           \
+    if (const int rc = launch_status()) return rc;                                            \
+    launch_k(reduce_fast_partials_kernel<C, OPC>, static_cast<unsigned>(gx), kReduceBlock,    \
+             stream, p);                                                                      \
+  }                                                                                           \
   break;
   switch (op) {
     case PGK_RED_SUM:
@@ -184,11 +216,6 @@ int launch_reduce_fast(const ReducePlan& plan, const void* x, void* out, int out
     default: return -1;
   }
 #undef PGK_RF
-  if (chunks > 1) {
-    if (const int rc = launch_status()) return rc;
-    const int64_t gx = plan.nout < 65535 ? plan.nout : 65535;
-    launch_k(reduce_partials_kernel<C>, static_cast<unsigned>(gx), kReduceBlock, stream, p);
-  }
   return launch_status();
 }
 

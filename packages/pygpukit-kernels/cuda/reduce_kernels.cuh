@@ -215,7 +215,6 @@ __global__ void __launch_bounds__(kReduceBlock) reduce_kernel(ReduceParams<C> p)
 template <class C>
 __global__ void __launch_bounds__(kReduceBlock) reduce_partials_kernel(ReduceParams<C> p) {
   __shared__ Acc<C> sh[kReduceBlock];
-  pdl_enter();  // launched with launch_k after the chunk kernel of the fast path
   const int op = p.op == PGK_RED_STD ? PGK_RED_VAR : p.op;
   for (int64_t o = blockIdx.x; o < p.nout; o += gridDim.x) {
     Acc<C> a = acc_identity<C>(op);

@@ -204,6 +204,19 @@ def test_linear_batched_input(backend: str) -> None:
     check(y, _act(ref_matmul(x, w.T) + bias, "gelu"), TOL[F32])
 
 
+@pytest.mark.parametrize("activation", [None, "relu", "gelu_tanh"])
+@pytest.mark.parametrize("mkn", [(8, 64, 40), (136, 200, 264), (520, 96, 300)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_tf32_linear_with_row_major_weight_t(backend: str, activation: str | None,
+                                             mkn: tuple[int, ...]) -> None:
+    """weight given as the transpose of a (k, n) array: a row-major B (Hopper: C^T = B^T A^T)."""
+    m, k, n = mkn
+    x, wt, bias = rand((m, k), F32, 40), rand((k, n), F32, 41), rand((n,), F32, 42)
+    y = gp.linear(gp.from_numpy(x), gp.from_numpy(wt).T, gp.from_numpy(bias),
+                  activation=activation, precision="tf32")
+    check(y, _act(ref_matmul(x, wt) + bias, activation), TF32_TOL)
+
+
 def test_seed_fp16_bf16_block(backend: str) -> None:
     a = gp.from_numpy(np.random.randn(1024, 1024).astype(np.float16))
     b = gp.from_numpy(np.random.randn(1024, 1024).astype(np.float16))
@@ -311,6 +324,14 @@ def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
     assert name.startswith("sm90" if major == 9 else "sm80"), name
     gp.from_numpy(rand((4, 512), F16, 31)) @ a
     assert a._rt.gemm_last_kernel().startswith("gemv"), a._rt.gemm_last_kernel()
+    # TF32 with a row-major B: on Hopper the transposed-problem kernel, no staged copy of B.
+    f = gp.from_numpy(rand((256, 384), F32, 34))
+    gp.matmul(f, gp.from_numpy(rand((384, 320), F32, 35)), precision="tf32")
+    name = a._rt.gemm_last_kernel()
+    if major == 9:
+        assert name.startswith("sm90_tf32") and name.endswith("_kn_t"), name
+    else:
+        assert name.startswith("sm80_tf32"), name
     gp.from_numpy(rand((64, 64), F64, 32)) @ gp.from_numpy(rand((64, 64), F64, 33))
     assert a._rt.gemm_last_kernel().startswith("simt"), a._rt.gemm_last_kernel()
 

@@ -1,11 +1,9 @@
 // pgk_gemm: argument checks, batch folding and the choice of kernel family.
 //
 // Order of preference: float64 -> SIMT; m <= 16 -> the streaming small-m family (float32
-// only with a column-major B); Hopper -> the SM90a TMA/WGMMA family (float32 TF32 with a
-// row-major B first transposes B into the workspace, since TF32 WGMMA reads K-major operands
-// only); sm_80+ -> multistage mma.sync; anything the faster families decline (alignment,
-// layout) -> SIMT.  A family declines with
-// cudaErrorNotSupported before launching anything.
+// only with a column-major B); Hopper -> the SM90a TMA/WGMMA family; sm_80+ -> multistage
+// mma.sync; anything the faster families decline (alignment, layout) -> SIMT.  A family
+// declines with cudaErrorNotSupported before launching anything.
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -91,37 +89,11 @@ cudaError_t to_problem(const pgk_gemm_desc* d, Problem* p) {
   return cudaSuccess;
 }
 
-bool tf32_needs_transposed_b(const Problem& p, int sm) {
-  return sm == 90 && p.dtype == PGK_FLOAT32 && p.precision == Precision::Tf32 && !p.b_col_major &&
-         p.m > 16;
-}
-
-// Bytes of B^T staged in the workspace for the Hopper TF32 path.
-size_t transposed_b_bytes(const Problem& p) {
-  const int64_t copies = p.batch_stride_b == 0 ? 1 : p.batch;
-  return align_up(static_cast<size_t>(copies) * p.k * p.n * sizeof(float));
-}
-
-Problem with_transposed_b(const Problem& p, void* staged) {
-  Problem q = p;
-  q.b = staged;
-  q.ldb = p.k;
-  q.b_col_major = true;
-  q.batch_stride_b = p.batch_stride_b == 0 ? 0 : int64_t{p.k} * p.n;
-  return q;
-}
-
 size_t workspace_bytes(const Problem& p, int sm) {
   size_t bytes = 0;
   auto at_least = [&bytes](size_t b) { bytes = b > bytes ? b : bytes; };
 #if PGK_HAVE_SM90
-  if (sm == 90) {
-    if (tf32_needs_transposed_b(p, sm)) {
-      at_least(transposed_b_bytes(p) + sm90_workspace_bytes(with_transposed_b(p, nullptr)));
-    } else {
-      at_least(sm90_workspace_bytes(p));
-    }
-  }
+  if (sm == 90) at_least(sm90_workspace_bytes(p));
 #endif
   if (sm >= 80) at_least(sm80_workspace_bytes(p));
   return bytes ? align_up(bytes) : 0;
@@ -145,24 +117,8 @@ cudaError_t run(const Problem& p, int sm, void* ws, size_t ws_bytes, cudaStream_
   }
 #if PGK_HAVE_SM90
   if (sm == 90) {
-    if (tf32_needs_transposed_b(p, sm)) {
-      const size_t staged_bytes = transposed_b_bytes(p);
-      Problem q = with_transposed_b(p, ws);
-      // Only worth it (and only done) when the SM90 kernel will take the transposed problem.
-      if (sm90_workspace_bytes(q) + staged_bytes <= ws_bytes) {
-        const int64_t copies = p.batch_stride_b == 0 ? 1 : p.batch;
-        const int64_t shape[3] = {copies, p.k, p.n};
-        const int64_t src_strides[3] = {p.batch_stride_b * 4, p.ldb * 4, 4};
-        const int64_t dst_strides[3] = {int64_t{p.k} * p.n * 4, 4, int64_t{p.k} * 4};
-        int rc = pgk_copy(p.b, PGK_FLOAT32, src_strides, ws, PGK_FLOAT32, dst_strides, 3, shape, s);
-        if (rc != 0) return static_cast<cudaError_t>(rc);
-        status = sm90_gemm(q, static_cast<char*>(ws) + staged_bytes, ws_bytes - staged_bytes, s);
-        if (!declined(status)) return status;
-      }
-    } else {
-      status = sm90_gemm(p, ws, ws_bytes, s);
-      if (!declined(status)) return status;
-    }
+    status = sm90_gemm(p, ws, ws_bytes, s);
+    if (!declined(status)) return status;
   }
 #endif
   if (sm >= 80) {

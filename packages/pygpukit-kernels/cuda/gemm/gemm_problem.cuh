@@ -53,7 +53,7 @@ void note_kernel(const char* name);
 
 // ---- families (each in its own translation units) ----
 // Hopper (sm_90a only: TMA + WGMMA, warp-specialized).  float16/bfloat16 (row- or col-major B)
-// and float32 with Precision::Tf32 (col-major B only).
+// and float32 with Precision::Tf32 (a row-major B through the transposed problem).
 cudaError_t sm90_gemm(const Problem& p, void* workspace, size_t workspace_bytes, cudaStream_t s);
 size_t sm90_workspace_bytes(const Problem& p);
 

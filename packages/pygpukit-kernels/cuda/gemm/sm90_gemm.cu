@@ -42,8 +42,8 @@ bool supported(const Problem& p) {
   if (p.dtype == PGK_FLOAT16 || p.dtype == PGK_BFLOAT16) {
     elem = 2;
   } else if (p.dtype == PGK_FLOAT32) {
-    // TF32 WGMMA needs K-major operands; FP32-accurate results are another family's.
-    if (p.precision != Precision::Tf32 || !p.b_col_major) return false;
+    // FP32-accurate results are another family's.
+    if (p.precision != Precision::Tf32) return false;
     elem = 4;
   } else {
     return false;
@@ -70,6 +70,7 @@ bool supported(const Problem& p) {
 struct Family {
   KernelFn t256, t128;
   const char *n256, *n128;
+  bool transposed = false;  // the kernels run C^T = B^T A^T: their M is our N
 };
 
 Family family_of(const Problem& p) {
@@ -87,8 +88,11 @@ Family family_of(const Problem& p) {
                : Family{bf16_t256_kn, bf16_t128_kn, "sm90_bf16_128x256x64_c2x1_coop_kn",
                         "sm90_bf16_128x128x64_c1x2_coop_kn"};
   }
-  return Family{tf32_t256_nk, tf32_t128_nk, "sm90_tf32_128x256x32_c2x1_coop_nk",
-                "sm90_tf32_128x128x32_c1x2_coop_nk"};
+  return p.b_col_major
+             ? Family{tf32_t256_nk, tf32_t128_nk, "sm90_tf32_128x256x32_c2x1_coop_nk",
+                      "sm90_tf32_128x128x32_c1x2_coop_nk"}
+             : Family{tf32_t256_kn, tf32_t128_kn, "sm90_tf32_128x256x32_c2x1_coop_kn_t",
+                      "sm90_tf32_128x128x32_c1x1_coop_kn_t", true};
 }
 
 // Configuration by shape.  Both tiles run on the stream-K scheduler: data-parallel when the
@@ -96,10 +100,14 @@ Family family_of(const Problem& p) {
 Choice choose(const Problem& p) {
   const Family f = family_of(p);
   const int sms = sm_count_cached() > 0 ? sm_count_cached() : 132;
+  // The kernel's own M and N (swapped for a transposed family).
+  const int64_t km = f.transposed ? p.n : p.m, kn = f.transposed ? p.m : p.n;
   // CTAs per configuration (tiles rounded up to whole clusters: the 2x1 cluster of the 128x256
-  // tile pairs M tiles, the 1x2 cluster of the 128x128 tile pairs N tiles).
-  const int64_t ctas256 = cdiv(cdiv(p.m, 128), 2) * 2 * cdiv(p.n, 256) * p.batch;
-  const int64_t ctas128 = cdiv(p.m, 128) * cdiv(cdiv(p.n, 128), 2) * 2 * p.batch;
+  // tile pairs M tiles, the 1x2 cluster of the 128x128 tile pairs N tiles; the transposed
+  // 128x128 tile has no cluster).
+  const int64_t ctas256 = cdiv(cdiv(km, 128), 2) * 2 * cdiv(kn, 256) * p.batch;
+  const int64_t ctas128 =
+      cdiv(km, 128) * (f.transposed ? cdiv(kn, 128) : cdiv(cdiv(kn, 128), 2) * 2) * p.batch;
   // Estimated time = waves x time of one tile; a 128x256 tile costs ~1.8 128x128 tiles (measured
   // on an H200: the wide tile runs ~12% faster per flop).  Small M favours 128x128: the 2x1
   // cluster would spend half its CTAs on an empty M tile.

@@ -45,6 +45,10 @@ PGK_SM90_DECLARE(bf16_t128_kn);
 PGK_SM90_DECLARE(bf16_t128_nk);
 PGK_SM90_DECLARE(tf32_t256_nk);
 PGK_SM90_DECLARE(tf32_t128_nk);
+// TF32 with a row-major B: the transposed problem C^T = B^T A^T (tiles in its terms).
+// "t256" = 128x256x32 cluster 2x1, "t128" = 128x128x32 without a cluster.
+PGK_SM90_DECLARE(tf32_t256_kn);
+PGK_SM90_DECLARE(tf32_t128_kn);
 
 // Test hook (probe harness / benchmarks): force a tile (0 = auto, 1 = t256, 2 = t128) and the
 // run options; cleared with force_config(0, nullptr).

@@ -98,17 +98,28 @@ struct Sm90Gemm {
   using TileShape = TileShape_;
   using ClusterShape = ClusterShape_;
 
-  using LayoutA = cutlass::layout::RowMajor;
-  using LayoutB = cute::conditional_t<BColMajor, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
-  using LayoutD = cutlass::layout::RowMajor;
+  // TF32 WGMMA reads shared-memory operands K-major only.  With a row-major (N-contiguous) B the
+  // kernel computes C^T = B^T A^T instead: its "A" is B^T (M-major, so CUTLASS's builder picks
+  // the register-sourced mainloop, which transposes it on the way from shared memory to
+  // registers), its "B" is A^T (K-major) and its column-major D is our row-major C; the bias (one
+  // value per column of C) becomes a column broadcast.  No copy of B is made.
+  static constexpr bool kTransposed = !BColMajor && sizeof(ElementAB) == 4;
+  using LayoutA = cute::conditional_t<kTransposed, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
+  using LayoutB = cute::conditional_t<BColMajor || kTransposed, cutlass::layout::ColumnMajor,
+                                      cutlass::layout::RowMajor>;
+  using LayoutD = cute::conditional_t<kTransposed, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
   static constexpr int kAlign = 16 / int(sizeof(ElementAB));
 
   using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
   using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;
   static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
 
-  using BiasNode = cutlass::epilogue::fusion::Sm90RowBroadcast<
-      0, TileShape, ElementBias, ElementCompute, cute::Stride<cute::_0, cute::_1, int64_t>, 1>;
+  using BiasNode = cute::conditional_t<
+      kTransposed,
+      cutlass::epilogue::fusion::Sm90ColBroadcast<
+          0, TileShape, ElementBias, ElementCompute, cute::Stride<cute::_1, cute::_0, int64_t>, 1>,
+      cutlass::epilogue::fusion::Sm90RowBroadcast<
+          0, TileShape, ElementBias, ElementCompute, cute::Stride<cute::_0, cute::_1, int64_t>, 1>>;
   using Callbacks = cutlass::epilogue::fusion::Sm90EVT<
       cutlass::epilogue::fusion::Sm90Compute<BiasAct, ElementD, ElementCompute, kRound>,
       cutlass::epilogue::fusion::Sm90AccFetch, BiasNode>;
@@ -133,6 +144,10 @@ struct Sm90Gemm {
       cute::Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue,
       cutlass::gemm::StreamKScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
+  // CUTLASS's own operand swap (register-sourced mainloop with a K-major A and an MN-major B)
+  // would leave the epilogue's TMA descriptor unswapped: never take that path.
+  static_assert(!cutlass::gemm::kernel::detail::Has_SwapAB_v<CollectiveMainloop>,
+                "operand swap must be done by the problem (kTransposed), not the mainloop");
 
   using StrideA = typename GemmKernel::StrideA;
   using StrideB = typename GemmKernel::StrideB;
@@ -172,32 +187,40 @@ struct Sm90Gemm {
 
   static Arguments make_args(const Problem& p, const RunOpts& o, int sms, int dev) {
     const int64_t L = p.batch;
-    // A (M,K) row-major: (m,k) at m*lda + k
-    StrideA sA = cute::make_stride(int64_t(p.lda), cute::Int<1>{}, int64_t(L > 1 ? p.batch_stride_a : 0));
-    StrideB sB;
-    if constexpr (BColMajor) {  // (n,k) at n*ldb + k
-      sB = cute::make_stride(int64_t(p.ldb), cute::Int<1>{}, int64_t(L > 1 ? p.batch_stride_b : 0));
-    } else {                    // (n,k) at k*ldb + n
-      sB = cute::make_stride(cute::Int<1>{}, int64_t(p.ldb), int64_t(L > 1 ? p.batch_stride_b : 0));
-    }
-    StrideD sD = cute::make_stride(int64_t(p.ldc), cute::Int<1>{}, int64_t(L > 1 ? p.batch_stride_c : 0));
-
+    const int64_t bsa = L > 1 ? p.batch_stride_a : 0, bsb = L > 1 ? p.batch_stride_b : 0;
+    const int64_t bsc = L > 1 ? p.batch_stride_c : 0;
     Arguments args{};
     args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
-    args.problem_shape = cute::make_shape(p.m, p.n, p.k, p.batch);
-    args.mainloop.ptr_A = static_cast<ElementAB const*>(p.a);
-    args.mainloop.dA = sA;
-    args.mainloop.ptr_B = static_cast<ElementAB const*>(p.b);
-    args.mainloop.dB = sB;
+    auto& fa = args.epilogue.thread;  // op_0 acc fetch, op_1 bias broadcast, op_2 BiasAct
+    if constexpr (kTransposed) {
+      // (n, m, k) problem: "A" = B^T, (n,k) at k*ldb + n; "B" = A^T, (m,k) at m*lda + k;
+      // D = C^T, (n,m) at m*ldc + n.
+      args.problem_shape = cute::make_shape(p.n, p.m, p.k, p.batch);
+      args.mainloop.ptr_A = static_cast<ElementAB const*>(p.b);
+      args.mainloop.dA = cute::make_stride(cute::Int<1>{}, int64_t(p.ldb), bsb);
+      args.mainloop.ptr_B = static_cast<ElementAB const*>(p.a);
+      args.mainloop.dB = cute::make_stride(int64_t(p.lda), cute::Int<1>{}, bsa);
+      args.epilogue.dC = args.epilogue.dD = cute::make_stride(cute::Int<1>{}, int64_t(p.ldc), bsc);
+      fa.op_1.ptr_col = static_cast<ElementBias const*>(p.bias);
+      fa.op_1.dCol = cute::make_stride(cute::_1{}, cute::_0{}, int64_t(0));
+    } else {
+      // A (m,k) at m*lda + k; B (n,k) at n*ldb + k (col-major) or k*ldb + n; D (m,n) at m*ldc + n.
+      args.problem_shape = cute::make_shape(p.m, p.n, p.k, p.batch);
+      args.mainloop.ptr_A = static_cast<ElementAB const*>(p.a);
+      args.mainloop.dA = cute::make_stride(int64_t(p.lda), cute::Int<1>{}, bsa);
+      args.mainloop.ptr_B = static_cast<ElementAB const*>(p.b);
+      if constexpr (BColMajor) {
+        args.mainloop.dB = cute::make_stride(int64_t(p.ldb), cute::Int<1>{}, bsb);
+      } else {
+        args.mainloop.dB = cute::make_stride(cute::Int<1>{}, int64_t(p.ldb), bsb);
+      }
+      args.epilogue.dC = args.epilogue.dD = cute::make_stride(int64_t(p.ldc), cute::Int<1>{}, bsc);
+      fa.op_1.ptr_row = static_cast<ElementBias const*>(p.bias);
+      fa.op_1.dRow = cute::make_stride(cute::_0{}, cute::_1{}, int64_t(0));
+    }
     args.epilogue.ptr_C = nullptr;
-    args.epilogue.dC = sD;
     args.epilogue.ptr_D = static_cast<ElementD*>(p.c);
-    args.epilogue.dD = sD;
-    // thread args: op_0 acc fetch, op_1 bias broadcast, op_2 BiasAct
-    auto& fa = args.epilogue.thread;
-    fa.op_1.ptr_row = static_cast<ElementBias const*>(p.bias);
     fa.op_1.null_default = ElementBias(0);
-    fa.op_1.dRow = cute::make_stride(cute::_0{}, cute::_1{}, int64_t(0));
     fa.op_2.mode = static_cast<int>(p.act);
     args.hw_info.device_id = dev;
     args.hw_info.sm_count = sms;
