@@ -217,6 +217,15 @@ def test_tf32_linear_with_row_major_weight_t(backend: str, activation: str | Non
     check(y, _act(ref_matmul(x, wt) + bias, activation), TF32_TOL)
 
 
+def test_tf32_batched_row_major_b(backend: str) -> None:
+    a, b = rand((3, 72, 40), F32, 43), rand((3, 40, 56), F32, 44)
+    check(gp.matmul(gp.from_numpy(a), gp.from_numpy(b), precision="tf32"), ref_matmul(a, b),
+          TF32_TOL)
+    shared = rand((40, 56), F32, 45)  # one B for every batch (folded into the rows of A)
+    check(gp.matmul(gp.from_numpy(a), gp.from_numpy(shared), precision="tf32"),
+          ref_matmul(a, shared), TF32_TOL)
+
+
 def test_seed_fp16_bf16_block(backend: str) -> None:
     a = gp.from_numpy(np.random.randn(1024, 1024).astype(np.float16))
     b = gp.from_numpy(np.random.randn(1024, 1024).astype(np.float16))
