@@ -14,13 +14,18 @@ def median_event_ms(fn: Callable[[], object], repeat: int,
     The events (from ``make_event``) need ``record()``, ``synchronize()`` and
     ``elapsed_time(end)`` (torch's and pygpukit's both have them); they are recorded on the
     current stream.  Each sample holds ``batch`` back-to-back calls and is divided by it: the
-    stream's throughput, without one call's host dispatch counted as device time.
+    stream's throughput, without the host's dispatch counted as device time.  With ``batch > 1``
+    one untimed call goes first, so the device is busy while the first timed call is dispatched
+    (otherwise the host's dispatch of that call, idle device time, lands inside the sample);
+    ``batch == 1`` measures one call's latency, dispatch included.
     """
     start, end = make_event(), make_event()
     for _ in range(3):
         fn()
     samples = []
     for _ in range(repeat):
+        if batch > 1:
+            fn()
         start.record()
         for _ in range(batch):
             fn()

@@ -8,8 +8,9 @@ GPU.  GB/s count bytes
 read + written; "% of copy" is the ratio to torch's ``copy_`` of a float32 buffer of the same
 size (the bandwidth ceiling).  pygpukit ops are timed with pygpukit events on its current
 stream, torch's with torch events on torch's; 3 warm-ups, median of --repeat samples, each
-sample the time of --batch back-to-back calls divided by --batch (both libraries alike, the
-copy ceiling too): the device's throughput, so that the host's per-call dispatch cost (Python,
+sample the time of --batch back-to-back calls divided by --batch, behind one untimed call that
+keeps the device busy while the first timed one is dispatched (both libraries alike, the copy
+ceiling too): the device's throughput, so that the host's per-call dispatch cost (Python,
 ~5-30 us) is not counted as device time when it is shorter than the kernel; --batch 1 gives
 the per-call latency instead.  Writes JSON to --out.
 """

@@ -8,8 +8,8 @@ LLM shapes M ∈ {1, 16, 128, 4096}, N = 14336, K = 4096 in bfloat16 and float16
 read the very same random operands (shared through DLPack); each is checked against a float64
 product on the GPU (relative Frobenius error).  CUDA events, warm-up, median of --repeat,
 ours and torch alternating per case; each timed interval holds --batch back-to-back
-products (the stream's throughput, not one call's host latency).  Writes JSON to --out
-and prints a table.
+products behind one untimed product (the stream's throughput, not one call's host latency).
+Writes JSON to --out and prints a table.
 """
 
 from __future__ import annotations
