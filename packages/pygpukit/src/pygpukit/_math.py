@@ -358,7 +358,7 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, *, ddof:
     order = kept + axes if name not in ("argmax", "argmin") or axis is not None else axes
     view = GPUArray(x._rt, x._block, x._offset, tuple(x.shape[d] for d in order),
                     tuple(x.strides[d] for d in order), x.dtype)
-    dense = target.reshape(out_shape) if target.size else target
+    dense = target.reshape(out_shape) if target.size and target.shape != out_shape else target
     chunks = _chunks(max(1, dense.size), nred)
     workspace = (empty_on(runtime, (dense.size * chunks * 32,), np.dtype(np.uint8), stream)
                  if chunks > 1 else None)
