@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,25 @@ def median_event_ms(fn: Callable[[], object], repeat: int,
         end.synchronize()
         samples.append(start.elapsed_time(end) / batch)
     return statistics.median(samples)
+
+
+def host_loop_us(loop: Callable[[int], object], sync: Callable[[], object], n: int,
+                 rounds: int) -> dict[str, Any]:
+    """Host µs per call of ``loop(n)`` (``n`` calls, then ``sync``), over ``rounds`` rounds.
+
+    A long loop fills the launch queue, so this is the steady-state cost per call: the host's
+    when it is the bottleneck, else the device's.
+    """
+    loop(min(n, 2000))  # warm-up
+    sync()
+    per_call = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        loop(n)
+        sync()
+        per_call.append((time.perf_counter() - t0) / n * 1e6)
+    return {"us_per_call_median": statistics.median(per_call), "us_per_call_min": min(per_call),
+            "rounds_us": per_call}
 
 
 def burst_us(loop: Callable[[int], object], sync: Callable[[], object], rounds: int,

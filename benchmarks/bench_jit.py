@@ -36,12 +36,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _timing import burst_us
+from _timing import burst_us, host_loop_us
 
 import pygpukit as gp
 import pygpukit_driver as drv
@@ -187,20 +186,6 @@ def fresh_process(procs: int, tmp: Path) -> dict[str, Any]:
 
 
 # -- (c) launch cost ---------------------------------------------------------------------------
-def timed(loop: Callable[[int], None], sync: Callable[[], object], n: int,
-          rounds: int) -> dict[str, Any]:
-    loop(min(n, 2000))  # warm-up
-    sync()
-    per_call = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        loop(n)
-        sync()
-        per_call.append((time.perf_counter() - t0) / n * 1e6)
-    return {"us_per_call_median": statistics.median(per_call), "us_per_call_min": min(per_call),
-            "rounds_us": per_call}
-
-
 def launch_ours(n: int, rounds: int) -> dict[str, Any]:
     x = gp.from_numpy(np.random.default_rng(1).standard_normal(N_ELEMS).astype(np.float32))
     kernel = gp.jit(SRC, func="scale")
@@ -222,9 +207,9 @@ def launch_ours(n: int, rounds: int) -> dict[str, Any]:
         for _ in range(k):
             bound()
 
-    out["jit_positional"] = timed(positional, stream.synchronize, n, rounds)
-    out["jit_keywords"] = timed(keywords, stream.synchronize, n, rounds)
-    out["jit_bound"] = timed(bound_calls, stream.synchronize, n, rounds)
+    out["jit_positional"] = host_loop_us(positional, stream.synchronize, n, rounds)
+    out["jit_keywords"] = host_loop_us(keywords, stream.synchronize, n, rounds)
+    out["jit_bound"] = host_loop_us(bound_calls, stream.synchronize, n, rounds)
     launcher = drv.Launcher(kernel._function, (N_ELEMS + 255) // 256, 256, "Pfi", 0,
                             stream.handle)
     ptr = x.data_ptr
@@ -233,9 +218,10 @@ def launch_ours(n: int, rounds: int) -> dict[str, Any]:
         for _ in range(k):
             launcher(ptr, 0.5, size)
 
-    out["bare_launcher"] = timed(bare, stream.synchronize, n, rounds)
-    out["c_loop_floor"] = timed(lambda k: drv._driver._launch_loop(launcher, k, ptr, 1.0, size),
-                                stream.synchronize, n, rounds)
+    out["bare_launcher"] = host_loop_us(bare, stream.synchronize, n, rounds)
+    out["c_loop_floor"] = host_loop_us(
+        lambda k: drv._driver._launch_loop(launcher, k, ptr, 1.0, size), stream.synchronize, n,
+        rounds)
     start, end = gp.Event(), gp.Event()
     stream.synchronize()
     start.record()
@@ -260,7 +246,7 @@ def launch_cupy(n: int, rounds: int) -> dict[str, Any]:
             for _ in range(k):
                 kernel(grid, block, (x, factor, size))
 
-        return {"raw_kernel": timed(loop, s.synchronize, n, rounds), "cupy": cp.__version__}
+        return {"raw_kernel": host_loop_us(loop, s.synchronize, n, rounds), "cupy": cp.__version__}
 
 
 def launch_torch(n: int, rounds: int) -> dict[str, Any]:
@@ -273,7 +259,7 @@ def launch_torch(n: int, rounds: int) -> dict[str, Any]:
             for _ in range(k):
                 x.mul_(0.5)
 
-        return {"mul_": timed(loop, s.synchronize, n, rounds), "torch": torch.__version__}
+        return {"mul_": host_loop_us(loop, s.synchronize, n, rounds), "torch": torch.__version__}
 
 
 def table(rows: list[tuple[str, str]]) -> None:

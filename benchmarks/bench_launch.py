@@ -18,15 +18,12 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _timing import burst_us
+from _timing import burst_us, host_loop_us
 
 import pygpukit_driver as drv
 
@@ -40,24 +37,6 @@ PTX = """
     ret;
 }
 """
-
-
-def timed(
-    loop: Callable[[int], None], sync: Callable[[], None], n: int, rounds: int
-) -> dict[str, Any]:
-    loop(min(n, 2000))  # warm-up
-    sync()
-    per_call = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        loop(n)
-        sync()
-        per_call.append((time.perf_counter() - t0) / n * 1e6)
-    return {
-        "us_per_call_median": statistics.median(per_call),
-        "us_per_call_min": min(per_call),
-        "rounds_us": per_call,
-    }
 
 
 def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
@@ -75,10 +54,10 @@ def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
         for _ in range(k):
             launcher(a, b, 256)
 
-    out["launcher"] = timed(loop_launcher, s.synchronize, n, rounds)
+    out["launcher"] = host_loop_us(loop_launcher, s.synchronize, n, rounds)
 
     # Diagnostics. The driver's own cost: the same launch repeated from C++ (no Python).
-    out["c_loop_floor"] = timed(
+    out["c_loop_floor"] = host_loop_us(
         lambda k: drv._driver._launch_loop(launcher, k, a, b, 256), s.synchronize, n, rounds
     )
     # GPU time per empty kernel on one stream (events around n launches): if the host loop is
@@ -101,7 +80,7 @@ def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
         for _ in range(k):
             drv.launch_kernel(f, 1, 1, args, 0, s)
 
-    out["launch_kernel"] = timed(loop_general, s.synchronize, n, rounds)
+    out["launch_kernel"] = host_loop_us(loop_general, s.synchronize, n, rounds)
 
     ev = drv.Event(timing=False)
     record = ev.record
@@ -110,14 +89,14 @@ def bench_ours(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
         for _ in range(k):
             record(s)
 
-    out["event_record"] = timed(loop_event, s.synchronize, n, rounds)
+    out["event_record"] = host_loop_us(loop_event, s.synchronize, n, rounds)
     ev_t = drv.Event(timing=True)
 
     def loop_event_timing(k: int) -> None:
         for _ in range(k):
             ev_t.record(s)
 
-    out["event_record_timing"] = timed(loop_event_timing, s.synchronize, n, rounds)
+    out["event_record_timing"] = host_loop_us(loop_event_timing, s.synchronize, n, rounds)
     ev.close()
     ev_t.close()
     s.close()
@@ -173,7 +152,7 @@ def bench_cuda_core(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
             for _ in range(k):
                 launch(kernel, cfg, a, b, n32)
 
-    out["launch"] = timed(loop, s.sync, n, rounds)
+    out["launch"] = host_loop_us(loop, s.sync, n, rounds)
     return out
 
 
@@ -193,14 +172,14 @@ def bench_cupy(n: int, rounds: int, nbytes: int) -> dict[str, Any]:
             for _ in range(kk):
                 k((1,), (1,), (a, b, n32))
 
-        out["raw_kernel"] = timed(loop, s.synchronize, n, rounds)
+        out["raw_kernel"] = host_loop_us(loop, s.synchronize, n, rounds)
         ev = cp.cuda.Event(disable_timing=True)
 
         def loop_ev(kk: int) -> None:
             for _ in range(kk):
                 ev.record(s)
 
-        out["event_record"] = timed(loop_ev, s.synchronize, n, rounds)
+        out["event_record"] = host_loop_us(loop_ev, s.synchronize, n, rounds)
     return out
 
 

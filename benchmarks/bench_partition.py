@@ -74,6 +74,18 @@ def _big_op(kind: str, n: int) -> Callable[[], Any]:
     raise ValueError(f"unknown --big-op {kind!r}")
 
 
+def _ms_per_op(op: Callable[[], Any], stream: gp.Stream, reps: int = 20) -> float:
+    """Device ms per call of ``op`` on ``stream``: a warm-up call, then ``reps`` between events."""
+    op()
+    start, end = gp.Event(), gp.Event()
+    start.record(stream)
+    for _ in range(reps):
+        op()
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end) / reps
+
+
 class _Saturator:
     """A thread that keeps ``depth`` large kernels in flight on ``stream`` until stopped."""
 
@@ -278,15 +290,7 @@ def bench_split(args: argparse.Namespace, cuda: bool) -> dict[str, Any]:
                                               ("whole_device", gp.Stream(), None)]
     for label, stream, scope in rows:
         with scope if scope is not None else stream:
-            op = make()
-            op()
-            start, end = gp.Event(), gp.Event()
-            start.record(stream)
-            for _ in range(20):
-                op()
-            end.record(stream)
-            end.synchronize()
-            kernel_us[label] = start.elapsed_time(end) * 1e3 / 20
+            kernel_us[label] = _ms_per_op(make(), stream) * 1e3
     res["kernel_us_per_op"] = kernel_us
     res["sm_counts"] = {"split-70": a.sm_count, "split-30": b.sm_count}
     if a.sm_count and b.sm_count:
@@ -431,15 +435,7 @@ def green_check(args: argparse.Namespace) -> dict[str, Any]:
             x = gp.from_numpy(host)
             y = gp.power(x, 2.7) + x
             ok = bool(np.allclose(y.to_numpy(), host ** np.float32(2.7) + host, rtol=1e-4))
-            op = _big_op(args.split_op, args.split_n)
-            op()
-            start, end = gp.Event(), gp.Event()
-            start.record(stream)
-            for _ in range(20):
-                op()
-            end.record(stream)
-            end.synchronize()
-            ms = start.elapsed_time(end) / 20
+            ms = _ms_per_op(_big_op(args.split_op, args.split_n), stream)
         rows.append({"share": share, "sm_count": p.sm_count if p else out["sm_count"],
                      "mode": p.compute_mode if p else "whole device", "correct": ok,
                      "ms_per_op": ms, "note": p.compute_note if p else ""})

@@ -48,6 +48,27 @@ __device__ __forceinline__ C red_shfl_xor(C v, int offset) {
   return red_op<C, OP>(v, __shfl_xor_sync(0xffffffffu, v, offset));
 }
 
+// The values of TPR threads (a warp or the whole block) combined: xor-butterfly over each warp
+// (offsets 16, 8, 4, 2, 1), then, for a block, the warp values in warp order.  The result is in
+// lane 0 of a warp / thread 0 of a block; a block's call ends in a barrier, so `warp_vals` may
+// be reused right after.
+template <class C, int OP, int TPR>
+__device__ __forceinline__ C combine_threads(C v, C* warp_vals) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = red_shfl_xor<C, OP>(v, off);
+  if constexpr (TPR > 32) {
+    if (threadIdx.x % 32 == 0) warp_vals[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      v = warp_vals[0];
+#pragma unroll
+      for (int k = 1; k < TPR / 32; ++k) v = red_op<C, OP>(v, warp_vals[k]);
+    }
+    __syncthreads();
+  }
+  return v;
+}
+
 // OP: the accumulation (PGK_RED_SUM for sum and mean, PROD, MAX, MIN); p.op the requested op.
 template <class S, int OP, int TPR>
 __global__ void __launch_bounds__(kReduceBlock)
@@ -107,19 +128,7 @@ reduce_fast_kernel(ReduceParams<ComputeOf<S>> p) {
 #pragma unroll
       for (int e = 0; e + s < V; e += 2 * s) acc[e] = red_op<C, OP>(acc[e], acc[e + s]);
     }
-    C v = acc[0];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v = red_shfl_xor<C, OP>(v, off);
-    if constexpr (TPR > 32) {
-      if (threadIdx.x % 32 == 0) warp_vals[threadIdx.x / 32] = v;
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        v = warp_vals[0];
-#pragma unroll
-        for (int k = 1; k < TPR / 32; ++k) v = red_op<C, OP>(v, warp_vals[k]);
-      }
-      __syncthreads();
-    }
+    const C v = combine_threads<C, OP, TPR>(acc[0], warp_vals);
     if (lane == 0 && live) {
       if (p.chunks > 1) {
         // An empty chunk leaves the identity, which the combination ignores.
@@ -145,18 +154,12 @@ __global__ void __launch_bounds__(kReduceBlock) reduce_fast_partials_kernel(Redu
     for (int c = threadIdx.x; c < p.chunks; c += kReduceBlock) {
       v = red_op<C, OP>(v, parts[o * p.chunks + c]);
     }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v = red_shfl_xor<C, OP>(v, off);
-    if (threadIdx.x % 32 == 0) warp_vals[threadIdx.x / 32] = v;
-    __syncthreads();
+    v = combine_threads<C, OP, kReduceBlock>(v, warp_vals);
     if (threadIdx.x == 0) {
       Acc<C> a{};
-      a.v = warp_vals[0];
-#pragma unroll
-      for (int k = 1; k < kReduceBlock / 32; ++k) a.v = red_op<C, OP>(a.v, warp_vals[k]);
+      a.v = v;
       finish_out(p, a, p.out + out_offset(p, o, false));
     }
-    __syncthreads();
   }
 }
 
@@ -172,26 +175,10 @@ int launch_reduce_fast(const ReducePlan& plan, const void* x, void* out, int out
   using T = typename S::T;
   using C = ComputeOf<S>;
   constexpr int V = 16 / sizeof(T);
-  ReduceParams<C> p{};
-  for (int d = 0; d < plan.nouter; ++d) {
-    p.oshape[d] = plan.oshape[d];
-    p.ostride_x[d] = plan.ostride_x[d];
-    p.ostride_o[d] = plan.ostride_o[d];
-  }
-  p.x = static_cast<const char*>(x);
-  p.out = static_cast<char*>(out);
-  p.work = static_cast<Acc<C>*>(work);
-  p.nout = plan.nout;
-  p.nred = plan.nred;
-  p.chunks = chunks;
-  int64_t cl = (plan.nred + chunks - 1) / chunks;
-  if (chunks > 1) cl = (cl + 7) / 8 * 8;
-  p.chunk_len = cl < 1 ? 1 : cl;
-  p.nouter = plan.nouter;
-  p.ninner = 1;
-  p.x_dtype = S::code;
-  p.out_dtype = out_dtype;
-  p.op = op;
+  ReduceParams<C> p =
+      make_reduce_params<C>(plan, x, S::code, out, out_dtype, op, 0.0, work, chunks);
+  // Chunk starts stay 16-byte aligned: chunk lengths in whole multiples of 8 elements.
+  if (chunks > 1) p.chunk_len = (p.chunk_len + 7) / 8 * 8;
   const int64_t groups = (p.chunk_len + V - 1) / V;
   const bool warp = groups <= kRedWarpGroups;
   const int64_t items = plan.nout * chunks;

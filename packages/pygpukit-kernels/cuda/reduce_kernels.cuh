@@ -227,10 +227,11 @@ __global__ void __launch_bounds__(kReduceBlock) reduce_partials_kernel(ReducePar
   }
 }
 
+// Kernel parameters for `plan`; each of the `chunks` chunks of an output covers chunk_len
+// reduced elements.
 template <class C>
-int launch_reduce(const ReducePlan& plan, const void* x, int x_dtype, void* out, int out_dtype,
-                  int op, double ddof, void* work, int chunks, cudaStream_t stream) {
-  static_assert(sizeof(Acc<C>) <= kReduceSlotBytes, "workspace slot");
+ReduceParams<C> make_reduce_params(const ReducePlan& plan, const void* x, int x_dtype, void* out,
+                                   int out_dtype, int op, double ddof, void* work, int chunks) {
   ReduceParams<C> p{};
   for (int d = 0; d < plan.nouter; ++d) {
     p.oshape[d] = plan.oshape[d];
@@ -255,6 +256,15 @@ int launch_reduce(const ReducePlan& plan, const void* x, int x_dtype, void* out,
   p.out_dtype = out_dtype;
   p.op = op;
   p.ddof = ddof;
+  return p;
+}
+
+template <class C>
+int launch_reduce(const ReducePlan& plan, const void* x, int x_dtype, void* out, int out_dtype,
+                  int op, double ddof, void* work, int chunks, cudaStream_t stream) {
+  static_assert(sizeof(Acc<C>) <= kReduceSlotBytes, "workspace slot");
+  const ReduceParams<C> p =
+      make_reduce_params<C>(plan, x, x_dtype, out, out_dtype, op, ddof, work, chunks);
   const int64_t gx = plan.nout < 65535 ? plan.nout : 65535;
   dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(chunks));
   reduce_kernel<C><<<grid, kReduceBlock, 0, stream>>>(p);

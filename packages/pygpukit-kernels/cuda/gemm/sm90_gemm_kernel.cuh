@@ -149,9 +149,6 @@ struct Sm90Gemm {
   static_assert(!cutlass::gemm::kernel::detail::Has_SwapAB_v<CollectiveMainloop>,
                 "operand swap must be done by the problem (kTransposed), not the mainloop");
 
-  using StrideA = typename GemmKernel::StrideA;
-  using StrideB = typename GemmKernel::StrideB;
-  using StrideD = typename GemmKernel::StrideD;
   using Arguments = typename Gemm::Arguments;
   using SchedArgs = typename GemmKernel::TileSchedulerArguments;
   using Scheduler = typename GemmKernel::TileScheduler;
