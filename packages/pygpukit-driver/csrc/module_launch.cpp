@@ -397,64 +397,101 @@ inline void pack_one(int i, char t, PyObject* a, unsigned char* slot) {
     }
 }
 
+// Packs args and launches with the launcher's configuration; `grid_x` / `stream` override the
+// prepared grid's x extent and stream when `override` is set (Launcher.launch).
+PyObject* launcher_run(LauncherObject* self, PyObject* const* args, Py_ssize_t n, bool override,
+                       unsigned int grid_x, CUstream stream_override) {
+    if (n != self->nargs)
+        throw py::type_error("Launcher expects " + std::to_string(self->nargs) +
+                             " argument(s) (" + py::str(self->arg_types).cast<std::string>() +
+                             "), got " + std::to_string(n));
+    alignas(16) unsigned char storage[kMaxLauncherArgs * 8];
+    void* params[kMaxLauncherArgs];
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        unsigned char* slot = storage + 8 * i;
+        pack_one(static_cast<int>(i), self->types[i], args[i], slot);
+        params[i] = slot;
+    }
+    std::shared_lock<std::shared_mutex> flock(self->function->state()->mu);
+    self->function->state()->get_locked();  // throws if the module was closed
+    std::shared_lock<std::shared_mutex> slock;
+    CUstream stream = self->raw_stream;
+    unsigned int gx = self->grid[0];
+    if (override) {
+        stream = stream_override;
+        gx = grid_x;
+    } else if (self->stream != nullptr) {
+        slock = self->stream->use();
+        stream = self->stream->get_locked();
+    }
+    require_init();
+    CUresult r;
+    const char* api;
+    if (self->nattrs == 0) {
+        api = "cuLaunchKernel";
+        auto* fn = driver().cuLaunchKernel;
+        PyThreadState* ts = PyEval_SaveThread();
+        r = fn(self->function->raw(), gx, self->grid[1], self->grid[2], self->block[0],
+               self->block[1], self->block[2], self->shared, stream, n ? params : nullptr,
+               nullptr);
+        PyEval_RestoreThread(ts);
+    } else {
+        api = "cuLaunchKernelEx";
+        auto* fn = driver().cuLaunchKernelEx;
+        if (fn == nullptr) throw_missing_symbol("cuLaunchKernelEx", 12000);
+        CUlaunchConfig cfg{};
+        cfg.gridDimX = gx;
+        cfg.gridDimY = self->grid[1];
+        cfg.gridDimZ = self->grid[2];
+        cfg.blockDimX = self->block[0];
+        cfg.blockDimY = self->block[1];
+        cfg.blockDimZ = self->block[2];
+        cfg.sharedMemBytes = self->shared;
+        cfg.hStream = stream;
+        cfg.attrs = self->attrs;
+        cfg.numAttrs = self->nattrs;
+        PyThreadState* ts = PyEval_SaveThread();
+        r = fn(&cfg, self->function->raw(), n ? params : nullptr, nullptr);
+        PyEval_RestoreThread(ts);
+    }
+    if (r != CUDA_SUCCESS) throw_cuda(r, api);
+    Py_RETURN_NONE;
+}
+
 PyObject* launcher_vectorcall(PyObject* callable, PyObject* const* args, std::size_t nargsf,
                               PyObject* kwnames) noexcept {
     auto* self = reinterpret_cast<LauncherObject*>(callable);
     try {
-        Py_ssize_t n = PyVectorcall_NARGS(nargsf);
         if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0)
             throw py::type_error("Launcher takes positional arguments only");
-        if (n != self->nargs)
-            throw py::type_error("Launcher expects " + std::to_string(self->nargs) +
-                                 " argument(s) (" + py::str(self->arg_types).cast<std::string>() +
-                                 "), got " + std::to_string(n));
-        alignas(16) unsigned char storage[kMaxLauncherArgs * 8];
-        void* params[kMaxLauncherArgs];
-        for (Py_ssize_t i = 0; i < n; ++i) {
-            unsigned char* slot = storage + 8 * i;
-            pack_one(static_cast<int>(i), self->types[i], args[i], slot);
-            params[i] = slot;
+        return launcher_run(self, args, PyVectorcall_NARGS(nargsf), false, 0, nullptr);
+    } catch (...) {
+        set_error_from_current_exception();
+        return nullptr;
+    }
+}
+
+// Launcher.launch(grid_x, stream, *args): the same launch with the grid's x extent and the
+// stream (a raw CUstream handle, 0 = legacy default) given per call, so one prepared launcher
+// serves every size and stream (array ops: one launcher per kernel, not per size and stream).
+PyObject* launcher_launch(PyObject* o, PyObject* const* args, Py_ssize_t nargs) noexcept {
+    auto* self = reinterpret_cast<LauncherObject*>(o);
+    try {
+        if (nargs < 2) throw py::type_error("launch(grid_x, stream, *args): too few arguments");
+        unsigned long long gx = PyLong_AsUnsignedLongLong(args[0]);
+        if (PyErr_Occurred() || gx == 0 || gx > 0x7FFFFFFFULL) {
+            PyErr_Clear();
+            throw py::value_error("launch: grid_x must be an int in [1, 2**31), got " +
+                                  type_name(args[0]));
         }
-        std::shared_lock<std::shared_mutex> flock(self->function->state()->mu);
-        self->function->state()->get_locked();  // throws if the module was closed
-        std::shared_lock<std::shared_mutex> slock;
-        CUstream stream = self->raw_stream;
-        if (self->stream != nullptr) {
-            slock = self->stream->use();
-            stream = self->stream->get_locked();
+        unsigned long long sh = PyLong_AsUnsignedLongLong(args[1]);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            throw py::type_error("launch: stream must be a raw CUstream handle (int >= 0), got " +
+                                 type_name(args[1]));
         }
-        require_init();
-        CUresult r;
-        const char* api;
-        if (self->nattrs == 0) {
-            api = "cuLaunchKernel";
-            auto* fn = driver().cuLaunchKernel;
-            PyThreadState* ts = PyEval_SaveThread();
-            r = fn(self->function->raw(), self->grid[0], self->grid[1], self->grid[2],
-                   self->block[0], self->block[1], self->block[2], self->shared, stream,
-                   n ? params : nullptr, nullptr);
-            PyEval_RestoreThread(ts);
-        } else {
-            api = "cuLaunchKernelEx";
-            auto* fn = driver().cuLaunchKernelEx;
-            if (fn == nullptr) throw_missing_symbol("cuLaunchKernelEx", 12000);
-            CUlaunchConfig cfg{};
-            cfg.gridDimX = self->grid[0];
-            cfg.gridDimY = self->grid[1];
-            cfg.gridDimZ = self->grid[2];
-            cfg.blockDimX = self->block[0];
-            cfg.blockDimY = self->block[1];
-            cfg.blockDimZ = self->block[2];
-            cfg.sharedMemBytes = self->shared;
-            cfg.hStream = stream;
-            cfg.attrs = self->attrs;
-            cfg.numAttrs = self->nattrs;
-            PyThreadState* ts = PyEval_SaveThread();
-            r = fn(&cfg, self->function->raw(), n ? params : nullptr, nullptr);
-            PyEval_RestoreThread(ts);
-        }
-        if (r != CUDA_SUCCESS) throw_cuda(r, api);
-        Py_RETURN_NONE;
+        return launcher_run(self, args + 2, nargs - 2, true, static_cast<unsigned int>(gx),
+                            reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(sh)));
     } catch (...) {
         set_error_from_current_exception();
         return nullptr;
@@ -614,6 +651,12 @@ PyObject* make_launcher_type(PyObject* module) {
         {"arg_types", T_OBJECT, static_cast<Py_ssize_t>(offsetof(LauncherObject, arg_types)),
          READONLY, "One type code per kernel parameter."},
         {nullptr, 0, 0, 0, nullptr}};
+    static PyMethodDef methods[] = {
+        {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&launcher_launch)),
+         METH_FASTCALL,
+         "launch(grid_x, stream, *args)\n--\n\nLaunch with the grid's x extent and the stream "
+         "(raw CUstream handle) given per call; other settings as prepared."},
+        {nullptr, nullptr, 0, nullptr}};
     static PyGetSetDef getset[] = {
         {"grid", &launcher_get_grid, nullptr, "Grid dimensions.", nullptr},
         {"block", &launcher_get_block, nullptr, "Block dimensions.", nullptr},
@@ -633,6 +676,7 @@ PyObject* make_launcher_type(PyObject* module) {
         {Py_tp_clear, reinterpret_cast<void*>(&launcher_clear)},
         {Py_tp_call, reinterpret_cast<void*>(&PyVectorcall_Call)},
         {Py_tp_members, members},
+        {Py_tp_methods, methods},
         {Py_tp_getset, getset},
         {Py_tp_repr, reinterpret_cast<void*>(&launcher_repr)},
         {Py_tp_doc, const_cast<char*>(doc)},

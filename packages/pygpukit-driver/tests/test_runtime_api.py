@@ -388,6 +388,40 @@ def test_launcher_packs_arguments(run: Runner) -> None:
     )
 
 
+def test_launcher_launch_takes_grid_and_stream_per_call(run: Runner) -> None:
+    run(
+        """
+        ctx = use_device(0)
+        m = drv.Module.load_data(b"FAKECUBIN")
+        f = m.get_function("record_args")    # (u64, f32, i64, u8, f64)
+        s = drv.Stream()
+        L = drv.Launcher(f, (1, 3), 64, "Pfqbd", 16)
+        L.launch(7, s.handle, 5, 0.25, -2, 1, 1.5)
+        assert tuple((ctypes.c_uint * 3).in_dll(FAKE, "fake_last_grid")) == (7, 3, 1)
+        assert counter("fake_last_stream", ctypes.c_uint64) == s.handle
+        assert counter("fake_last_shared", ctypes.c_uint) == 16
+        n = counter("fake_last_params_len")
+        got = bytes((ctypes.c_ubyte * 256).in_dll(FAKE, "fake_last_params"))[:n]
+        assert got == (struct.pack("<Q", 5) + struct.pack("<f", 0.25) + struct.pack("<q", -2)
+                       + struct.pack("<b", 1) + struct.pack("<d", 1.5))
+        L.launch(2, 0, 5, 0.25, -2, 1, 1.5)          # 0: the legacy default stream
+        assert counter("fake_last_stream", ctypes.c_uint64) == 0
+        assert L.grid == (1, 3, 1)                    # the prepared grid is unchanged
+        def msg(exc, *a):
+            return str(expect(exc, L.launch, *a))
+        assert "grid_x" in msg(ValueError, 0, 0, 5, 0.25, -2, 1, 1.5)
+        assert "grid_x" in msg(ValueError, "x", 0, 5, 0.25, -2, 1, 1.5)
+        assert "stream" in msg(TypeError, 1, -1, 5, 0.25, -2, 1, 1.5)
+        assert "too few" in msg(TypeError, 1)
+        assert "expects 5" in msg(TypeError, 1, 0, 5)
+        assert counter("fake_launch_count") == 2
+        del L; gc.collect()
+        m.close(); s.close(); ctx.close()
+        assert outstanding() == 0
+        """
+    )
+
+
 def test_launcher_from_many_threads_and_launch_failure(run: Runner) -> None:
     run(
         """

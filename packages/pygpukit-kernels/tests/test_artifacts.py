@@ -6,6 +6,7 @@ import ctypes
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -90,17 +91,67 @@ def test_header_dtype_codes_match_python() -> None:
     assert pk.DType.BFLOAT16 == 7
 
 
-def test_fatbin_is_a_compressed_multi_arch_fatbin() -> None:
-    data = pk.fatbin_path("elementwise").read_bytes()
+# enum prefix in the header -> the Python enum that must mirror it.
+_ENUMS = {"PGK_OP_": pk.BinaryOp, "PGK_UOP_": pk.UnaryOp, "PGK_RED_": pk.ReduceOp,
+          "PGK_NORM_": pk.NormOp, "PGK_ACT_": pk.Activation, "PGK_PRECISION_": pk.Precision}
+
+
+@pytest.mark.parametrize("prefix", sorted(_ENUMS))
+def test_header_op_codes_match_python(prefix: str) -> None:
+    header = pk.header_path().read_text()
+    found = {m[0]: int(m[1]) for m in re.findall(rf"{prefix}([A-Z0-9_]+) = (\d+)", header)
+             if not m[0].startswith("NUM_")}
+    assert found, f"no {prefix}* codes in the header"
+    assert found == {e.name: int(e) for e in _ENUMS[prefix]}
+    total = re.search(rf"{prefix}NUM_[A-Z_]+ = (\d+)", header)
+    if total is not None:  # PGK_NUM_*_OPS spelled inside the enum
+        assert int(total[1]) == len(found)
+
+
+_C_TYPE_CODES = {"int": "i", "long long": "q", "float": "f", "double": "d"}
+
+
+def test_small_kernel_signatures_match_the_table() -> None:
+    source = (Path(__file__).resolve().parents[1] / "cuda" / "small_ops.cu").read_text()
+    source = source.replace("\\\n", " ")  # join the macros' continuation lines
+    found: dict[str, str] = {}
+    # Entry points written by a macro NAME(...) of a compute type C, then instantiated.
+    for macro, params in re.findall(r"#define (PGK_SMALL_\w+)\(NAME, C\).*?NAME\(([^)]*)\)",
+                                    source):
+        for name, c_type in re.findall(rf"^{macro}\((\w+), ([\w ]+)\)", source, re.M):
+            found[name] = _codes(params, c_type)
+    # Entry points written out.
+    for name, params in re.findall(r'extern "C" __global__ void'
+                                   r"(?: __launch_bounds__\([^)]*\))?\s+(pgk_small_\w+)"
+                                   r"\(([^)]*)\)",
+                                   source):
+        found[name] = _codes(params, "")
+    assert found == pk.SMALL_KERNELS
+
+
+def _codes(params: str, c_type: str) -> str:
+    codes = []
+    for param in (p.strip() for p in params.split(",")):
+        declared = param.rsplit(" ", 1)[0].replace("const ", "").strip()
+        if "*" in declared:
+            codes.append("P")
+        else:
+            codes.append(_C_TYPE_CODES[c_type if declared == "C" else declared])
+    return "".join(codes)
+
+
+@pytest.mark.parametrize("name", ["elementwise", "small_ops"])
+def test_fatbin_is_a_compressed_multi_arch_fatbin(name: str) -> None:
+    data = pk.fatbin_path(name).read_bytes()
     assert int.from_bytes(data[:4], "little") == 0xBA55ED50  # fatbin magic
     if (cuobjdump := shutil.which("cuobjdump")) is not None:
         listing = subprocess.run([cuobjdump, "--list-elf", "--list-ptx",
-                                  str(pk.fatbin_path("elementwise"))],
+                                  str(pk.fatbin_path(name))],
                                  capture_output=True, text=True, check=True).stdout
         for arch in EXPECTED_SASS:
             assert f"sm_{arch}" in listing
 
 
 def test_unknown_fatbin_lists_the_available_ones() -> None:
-    with pytest.raises(FileNotFoundError, match=r"available: \['elementwise'\]"):
+    with pytest.raises(FileNotFoundError, match=r"available: \['elementwise', 'small_ops'\]"):
         pk.fatbin_path("nope")

@@ -364,12 +364,15 @@ def test_cuda_descriptor_packing() -> None:
     b = view(0, (3, 7, 4), (0, 2, 18))
     c = view(64, (3, 5, 4), (40, 8, 2))
     bias = view(6, (4,), (2,))
-    desc = _cuda_backend._gemm_desc(a, b, c, True, bias, 2, 1)
+    desc, key = _cuda_backend._gemm_desc(a, b, c, True, bias, 2, 1)
     got = {name: getattr(desc, name) for name, _ in pk.GemmDesc._fields_}
     assert got == dict(m=5, n=4, k=7, batch=3, dtype=pk.DType.FLOAT16, precision=1, activation=2,
                        b_col_major=1, a=0x10002, lda=8, batch_stride_a=40, b=0x10000, ldb=9,
                        batch_stride_b=0, c=0x10040, ldc=4, batch_stride_c=20, bias=0x10006)
+    # The plan key: everything but the addresses, plus their alignment.
+    assert key == (5, 4, 7, 3, pk.DType.FLOAT16, 1, 2, 1, 8, 40, 9, 0, 4, 20, True,
+                   (0x10002 | 0x10000 | 0x10040 | 0x10006) & 255)
     # 2-D row-major B and a single row: ld of one row is its minimum.
-    desc = _cuda_backend._gemm_desc(view(0, (1, 7), (14, 2)), view(0, (7, 4), (10, 2)),
+    desc, _ = _cuda_backend._gemm_desc(view(0, (1, 7), (14, 2)), view(0, (7, 4), (10, 2)),
                                     view(0, (1, 4), (8, 2)), False, None, 0, 0)
     assert (desc.m, desc.batch, desc.lda, desc.ldb, desc.ldc, desc.bias) == (1, 1, 7, 5, 4, None)

@@ -33,6 +33,108 @@ class DType(enum.IntEnum):
     FLOAT64 = 9
 
 
+class BinaryOp(enum.IntEnum):
+    """Binary op codes of ``pgk_binary`` and the small-array kernels (``PGK_OP_*``)."""
+
+    ADD = 0
+    SUBTRACT = 1
+    MULTIPLY = 2
+    DIVIDE = 3
+    MAXIMUM = 4
+    MINIMUM = 5
+    POWER = 6
+    FLOOR_DIVIDE = 7
+    REMAINDER = 8
+    EQUAL = 9
+    NOT_EQUAL = 10
+    LESS = 11
+    LESS_EQUAL = 12
+    GREATER = 13
+    GREATER_EQUAL = 14
+    LOGICAL_AND = 15
+    LOGICAL_OR = 16
+    LOGICAL_XOR = 17
+    BITWISE_AND = 18
+    BITWISE_OR = 19
+    BITWISE_XOR = 20
+
+
+class UnaryOp(enum.IntEnum):
+    """Unary op codes of ``pgk_unary`` and the small-array kernels (``PGK_UOP_*``)."""
+
+    NEGATIVE = 0
+    ABSOLUTE = 1
+    EXP = 2
+    LOG = 3
+    LOG1P = 4
+    EXPM1 = 5
+    SQRT = 6
+    RSQRT = 7
+    SIN = 8
+    COS = 9
+    TANH = 10
+    SIGMOID = 11
+    RELU = 12
+    GELU_TANH = 13
+    GELU_ERF = 14
+    SILU = 15
+    FLOOR = 16
+    CEIL = 17
+    RINT = 18
+    SIGN = 19
+    ISNAN = 20
+    ISINF = 21
+    LOGICAL_NOT = 22
+    INVERT = 23
+    SQUARE = 24
+    RECIPROCAL = 25
+
+
+class ReduceOp(enum.IntEnum):
+    """Reduction codes of ``pgk_reduce`` and the small-array kernels (``PGK_RED_*``)."""
+
+    SUM = 0
+    PROD = 1
+    MAX = 2
+    MIN = 3
+    ARGMAX = 4
+    ARGMIN = 5
+    MEAN = 6
+    VAR = 7
+    STD = 8
+    ANY = 9
+    ALL = 10
+
+
+class NormOp(enum.IntEnum):
+    """Row-wise normalization codes of ``pgk_row_norm`` (``PGK_NORM_*``)."""
+
+    SOFTMAX = 0
+    LOG_SOFTMAX = 1
+    LAYER = 2
+    RMS = 3
+
+
+#: Kernels of ``fatbin/small_ops.fatbin`` (extern "C" names) -> the type codes of their
+#: parameters as ``pygpukit_driver.Launcher`` takes them (P pointer, i int32, q int64,
+#: f float32, d float64).  Block size :data:`SMALL_BLOCK`; elementwise kernels take a grid,
+#: reductions one block, row norms one block per row.
+SMALL_KERNELS: dict[str, str] = {
+    "pgk_small_ew_f32": "iiPiPiqPiqPiqffq",
+    "pgk_small_ew_f64": "iiPiPiqPiqPiqddq",
+    "pgk_small_ew_i64": "iiPiPiqPiqPiqqqq",
+    "pgk_small_cast": "PiPiqq",
+    "pgk_small_reduce_f32": "iPiqPid",
+    "pgk_small_reduce_f64": "iPiqPid",
+    "pgk_small_reduce_i64": "iPiqPid",
+    "pgk_small_row_norm_f32": "iPiqPPPd",
+    "pgk_small_row_norm_f64": "iPiqPPPd",
+}
+
+#: Threads per block of every small-array kernel.
+SMALL_BLOCK = 256
+
+
 #: NumPy dtype name (``ml_dtypes`` name for bfloat16) -> C ABI dtype code.
 DTYPE_CODES: dict[str, int] = {d.name.lower(): int(d) for d in DType}
 

@@ -61,9 +61,11 @@ from pygpukit._dtypes import (  # noqa: E402
 from pygpukit._errors import (  # noqa: E402
     AdmissionError,
     BackendUnavailableError,
+    GraphCaptureError,
     KernelLaunchError,
     PartitionMemoryError,
 )
+from pygpukit._graph import Graph, graph  # noqa: E402
 from pygpukit._jit import BoundLaunch, JITKernel, JITModule, jit  # noqa: E402
 from pygpukit._linalg import (  # noqa: E402
     get_matmul_precision,
@@ -127,6 +129,8 @@ __all__ = [
     "Device",
     "Event",
     "GPUArray",
+    "Graph",
+    "GraphCaptureError",
     "KernelLaunchError",
     "OutOfMemoryError",
     "Partition",
@@ -159,6 +163,7 @@ __all__ = [
     "full_like",
     "get_partition",
     "get_matmul_precision",
+    "graph",
     "get_nvrtc_path",
     "get_nvrtc_version",
     "jit",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,6 +15,30 @@ if TYPE_CHECKING:
     from pygpukit._allocator import Block
     from pygpukit._device import Device
     from pygpukit._stream import Stream
+
+
+class _Hooks:
+    """What ``GPUArray``'s methods call in the layers above: set once by ``pygpukit._ops``.
+
+    Array data and views live here, at the bottom; transfers, math, products and interop are
+    implemented above and reached through these slots, so no module below the ops layer
+    imports one above it (the import-linter contract in pyproject.toml).
+    """
+
+    assign: Callable[[GPUArray, Any], None]
+    astype: Callable[[GPUArray, np.dtype[Any]], GPUArray]
+    to_numpy: Callable[[GPUArray], np.ndarray[Any, Any]]
+    to_device: Callable[[GPUArray, Any], GPUArray]
+    export_capsule: Callable[..., Any]
+    device_tuple: Callable[[GPUArray], tuple[int, int]]
+    cuda_array_interface: Callable[[GPUArray], dict[str, Any]]
+    matmul: Callable[..., GPUArray]
+    binary: Callable[..., GPUArray]
+    unary: Callable[[str, GPUArray], GPUArray]
+    reduce: Callable[..., GPUArray]
+
+
+hooks = _Hooks()
 
 
 class GPUArray:
@@ -37,20 +61,25 @@ class GPUArray:
         Element type (a NumPy dtype; bfloat16 is ``ml_dtypes.bfloat16``).
     """
 
-    __slots__ = ("__weakref__", "_block", "_offset", "_rt", "dtype", "shape", "strides")
+    __slots__ = ("__weakref__", "_block", "_contig", "_offset", "_rt", "dtype", "shape",
+                 "strides")
 
     # NumPy must not turn a GPUArray into an object array behind the user's back.
     __array_ufunc__ = None
     __array_priority__ = 100
 
     def __init__(self, runtime: Any, block: Block, offset: int, shape: tuple[int, ...],
-                 strides: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+                 strides: tuple[int, ...], dtype: np.dtype[Any],
+                 contiguous: bool | None = None) -> None:
         self._rt = runtime
         self._block = block
         self._offset = offset
         self.shape = shape
         self.strides = strides
         self.dtype = dtype
+        # C-contiguity, fixed when the array or view is made (ops test it on every call).
+        self._contig = (_layout.is_c_contiguous(shape, strides, dtype.itemsize)
+                        if contiguous is None else contiguous)
 
     # -- metadata ------------------------------------------------------------------------------
     @property
@@ -94,7 +123,7 @@ class GPUArray:
 
     def is_contiguous(self) -> bool:
         """Whether the elements are laid out in C order without gaps."""
-        return _layout.is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
+        return self._contig
 
     # -- views ---------------------------------------------------------------------------------
     def _view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> GPUArray:
@@ -105,9 +134,7 @@ class GPUArray:
         return self._view(shape, strides, offset)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from pygpukit._transfer import assign
-
-        assign(self[key], value)
+        hooks.assign(self[key], value)
 
     def reshape(self, *shape: Any) -> GPUArray:
         """Return the array with a new shape: a view when NumPy would give one, else a copy.
@@ -191,11 +218,7 @@ class GPUArray:
         target = normalize_dtype(dtype)
         if target == self.dtype and not copy:
             return self
-        from pygpukit._transfer import copy_into, empty_on
-
-        out = empty_on(self._rt, self.shape, target)
-        copy_into(self, out)
-        return out
+        return hooks.astype(self, target)
 
     def copy(self) -> GPUArray:
         """Return a C-contiguous copy on the same device."""
@@ -203,9 +226,7 @@ class GPUArray:
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
         """Copy to a new NumPy array, waiting for the work that writes this array only."""
-        from pygpukit._transfer import to_numpy
-
-        return to_numpy(self)
+        return hooks.to_numpy(self)
 
     def item(self) -> Any:
         """The single element as a Python scalar (waits for the data)."""
@@ -219,9 +240,7 @@ class GPUArray:
 
     def to(self, device: Any) -> GPUArray:
         """Return a copy on ``device`` (this array itself if it is there already)."""
-        from pygpukit._transfer import to_device
-
-        return to_device(self, device)
+        return hooks.to_device(self, device)
 
     def record_stream(self, stream: Stream) -> None:
         """Declare that work on ``stream`` uses this array.
@@ -234,28 +253,18 @@ class GPUArray:
     # -- interop -------------------------------------------------------------------------------
     def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: Any = None, copy: bool | None = None) -> Any:
-        from pygpukit._dlpack import export_capsule
-
-        return export_capsule(self, stream=stream, max_version=max_version,
+        return hooks.export_capsule(self, stream=stream, max_version=max_version,
                               dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        from pygpukit._dlpack import device_tuple
-
-        return device_tuple(self)
+        return hooks.device_tuple(self)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        from pygpukit._dlpack import cuda_array_interface
-
-        return cuda_array_interface(self)
+        return hooks.cuda_array_interface(self)
 
     # -- operators -----------------------------------------------------------------------------
     def __add__(self, other: object) -> GPUArray:
-        if type(other) is GPUArray and other.dtype is self.dtype and other.shape == self.shape:
-            from pygpukit._ops import add
-
-            return add(self, other)
         return _binop("add", self, other)
 
     def __radd__(self, other: object) -> GPUArray:
@@ -264,23 +273,17 @@ class GPUArray:
     def __matmul__(self, other: object) -> GPUArray:
         if not isinstance(other, GPUArray):
             return NotImplemented
-        from pygpukit._linalg import matmul
-
-        return matmul(self, other)
+        return hooks.matmul(self, other)
 
     def __rmatmul__(self, other: object) -> GPUArray:
         if not isinstance(other, GPUArray):
             return NotImplemented
-        from pygpukit._linalg import matmul
-
-        return matmul(other, self)
+        return hooks.matmul(other, self)
 
     def __imatmul__(self, other: object) -> GPUArray:
         if not isinstance(other, GPUArray):
             return NotImplemented
-        from pygpukit._linalg import matmul
-
-        return matmul(self, other, out=self)
+        return hooks.matmul(self, other, out=self)
 
     def __iadd__(self, other: object) -> GPUArray:
         return _binop("add", self, other, out=self)
@@ -387,22 +390,16 @@ class GPUArray:
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as in NumPy
 
     def __neg__(self) -> GPUArray:
-        from pygpukit._math import unary
-
-        return unary("negative", self)
+        return hooks.unary("negative", self)
 
     def __pos__(self) -> GPUArray:
         return self.copy()
 
     def __abs__(self) -> GPUArray:
-        from pygpukit._math import unary
-
-        return unary("absolute", self)
+        return hooks.unary("absolute", self)
 
     def __invert__(self) -> GPUArray:
-        from pygpukit._math import unary
-
-        return unary("invert", self)
+        return hooks.unary("invert", self)
 
     # -- reductions (see pygpukit.sum ...) ------------------------------------------------------
     def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
@@ -500,12 +497,8 @@ def _binop(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUA
     """An operator: NotImplemented for operands it does not take (Python then tries the other)."""
     if not isinstance(a, _OPERAND_TYPES) or not isinstance(b, _OPERAND_TYPES):
         return NotImplemented  # type: ignore[no-any-return]
-    from pygpukit._math import binary
-
-    return binary(name, a, b, out)
+    return hooks.binary(name, a, b, out)
 
 
 def _reduce(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float = 0) -> GPUArray:
-    from pygpukit._math import reduce
-
-    return reduce(name, x, axis, keepdims, ddof=ddof)
+    return hooks.reduce(name, x, axis, keepdims, ddof=ddof)

@@ -6,15 +6,20 @@ errors behave as on the GPU); operations run synchronously with NumPy on views o
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pygpukit._allocator import CachingAllocator
+from pygpukit._context import refuse_in_capture
+from pygpukit._optable import BINARY, REDUCE, UNARY
 from pygpukit._stream import Stream
+from pygpukit_kernels import Activation, NormOp, UnaryOp
 
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray
@@ -88,68 +93,48 @@ def _operand(array: GPUArray | None, scalar: Any, compute: np.dtype[Any]) -> Any
     return host_view(array).astype(compute)
 
 
-def _int_power(x: Any, y: Any) -> Any:
-    """Integer power; negative exponents give 0 (1 / -1 for bases 1 / -1), as the kernel."""
-    positive = np.power(x, np.maximum(y, 0))
-    negative = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 1, -1, 1), 0))
-    return np.where(y < 0, negative, positive)
-
-
-def _power(x: Any, y: Any) -> Any:
-    if np.asarray(x).dtype.kind == "i":
-        return _int_power(x, y)
-    return np.power(x, y)
-
-
-def _floor_divide(x: Any, y: Any) -> Any:
-    if np.asarray(x).dtype.kind == "i":  # y == -1: wraps like the kernel (NumPy warns)
-        return np.where(y == -1, -x, np.floor_divide(x, np.where(y == -1, 1, y)))
-    return np.floor_divide(x, y)
-
-
-def _gelu_tanh(x: Any) -> Any:
-    k0, k1 = x.dtype.type(0.7978845608028654), x.dtype.type(0.044715)
-    return x.dtype.type(0.5) * x * (1 + np.tanh(k0 * (x + k1 * x * x * x)))
-
-
-def _gelu_erf(x: Any) -> Any:
-    from math import erf
-
-    erf_v = np.vectorize(erf, otypes=[np.float64])
-    r = 0.5 * x.astype(np.float64) * (1 + erf_v(x.astype(np.float64) * 0.7071067811865476))
-    return r.astype(x.dtype)
-
-
-def _relu(x: Any) -> Any:
-    return np.where(x > 0, x, np.where(np.isnan(x), x, 0)) if x.dtype.kind == "f" \
-        else np.maximum(x, 0)
-
-
-_BINARY: dict[int, Any] = {
-    0: np.add, 1: np.subtract, 2: np.multiply, 3: np.true_divide, 4: np.maximum,
-    5: np.minimum, 6: _power, 7: _floor_divide, 8: np.remainder, 9: np.equal,
-    10: np.not_equal, 11: np.less, 12: np.less_equal, 13: np.greater, 14: np.greater_equal,
-    15: np.logical_and, 16: np.logical_or, 17: np.logical_xor, 18: np.bitwise_and,
-    19: np.bitwise_or, 20: np.bitwise_xor,
-}
-
-_UNARY: dict[int, Any] = {
-    0: np.negative, 1: np.absolute, 2: np.exp, 3: np.log, 4: np.log1p, 5: np.expm1,
-    6: np.sqrt, 7: lambda x: 1 / np.sqrt(x), 8: np.sin, 9: np.cos, 10: np.tanh,
-    11: lambda x: 1 / (1 + np.exp(-x)), 12: _relu, 13: _gelu_tanh, 14: _gelu_erf,
-    15: lambda x: x / (1 + np.exp(-x)), 16: np.floor, 17: np.ceil, 18: np.rint, 19: np.sign,
-    20: np.isnan, 21: np.isinf, 22: np.logical_not, 23: np.invert, 24: np.square,
-    25: lambda x: 1 / x if x.dtype.kind == "f" else np.where(np.abs(x) == 1, x, 0),
+# The op codes of the C ABI -> the NumPy implementations, from the op-spec table.
+_BINARY: dict[int, Any] = {spec.code: spec.host for spec in BINARY}
+_UNARY: dict[int, Any] = {spec.code: spec.host for spec in UNARY}
+_REDUCE: dict[int, Any] = {spec.code: spec.host for spec in REDUCE}
+#: The C ABI's activation codes -> the unary ops that apply them.
+_ACTIVATIONS: dict[int, Any] = {
+    int(Activation.RELU): _UNARY[int(UnaryOp.RELU)],
+    int(Activation.GELU): _UNARY[int(UnaryOp.GELU_ERF)],
+    int(Activation.GELU_TANH): _UNARY[int(UnaryOp.GELU_TANH)],
 }
 
 
-_REDUCE: dict[int, Any] = {
-    0: lambda d, _: d.sum(-1), 1: lambda d, _: d.prod(-1), 2: lambda d, _: d.max(-1),
-    3: lambda d, _: d.min(-1), 4: lambda d, _: d.argmax(-1), 5: lambda d, _: d.argmin(-1),
-    6: lambda d, _: d.mean(-1), 7: lambda d, ddof: d.var(-1, ddof=ddof),
-    8: lambda d, ddof: d.std(-1, ddof=ddof), 9: lambda d, _: (d != 0).any(-1),
-    10: lambda d, _: (d != 0).all(-1),
-}
+def _recordable(method: Callable[..., None]) -> Callable[..., None]:
+    """Run the call now, or, while a graph is captured on its stream, record it for replays.
+
+    Every such method takes the stream last.
+    """
+    @functools.wraps(method)
+    def run(self: CpuRuntime, *args: Any) -> None:
+        recorded = args[-1]._recorded
+        if recorded is not None:
+            recorded.append((method, self, args))
+        else:
+            method(self, *args)
+
+    return run
+
+
+class _RecordedCalls:
+    """A captured graph on the CPU simulation: the runtime calls, run again on each launch."""
+
+    def __init__(self, calls: list[tuple[Any, CpuRuntime, tuple[Any, ...]]]) -> None:
+        self._calls: list[tuple[Any, CpuRuntime, tuple[Any, ...]]] | None = calls
+
+    def launch(self, stream: int) -> None:
+        if self._calls is None:
+            raise ValueError("the graph is closed")
+        for method, runtime, args in self._calls:
+            method(runtime, *args)
+
+    def close(self) -> None:
+        self._calls = None
 
 
 class CpuRuntime:
@@ -165,6 +150,8 @@ class CpuRuntime:
         self.total_memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         self.allocator = CachingAllocator(_HostMemory(), self.describe)
         self.default_stream = Stream._wrap(self, _HostStream(), 0)
+        #: No small-array launchers: every op takes the general path (pygpukit._small).
+        self.small: dict[str, Any] = {}
 
     def describe(self) -> str:
         return "cpu:0 (simulation)"
@@ -186,19 +173,40 @@ class CpuRuntime:
 
     def synchronize(self) -> None:
         """Nothing is ever pending."""
+        refuse_in_capture("synchronize()")
+
+    # -- graphs (pygpukit._graph): record the calls, replay them -----------------------------
+    def new_pool(self) -> CachingAllocator:
+        """A memory pool of its own (a graph's private pool)."""
+        return CachingAllocator(_HostMemory(), self.describe)
+
+    def capture_begin(self, stream: Stream) -> None:
+        stream._recorded = []
+
+    def capture_end(self, stream: Stream) -> _RecordedCalls:
+        calls, stream._recorded = stream._recorded or [], None
+        return _RecordedCalls(calls)
+
+    def capture_abort(self, stream: Stream) -> None:
+        stream._recorded = None
 
     def upload(self, dst: GPUArray, host: memoryview, stream: Stream) -> None:
+        refuse_in_capture("a host-to-device copy")
         host_view(dst).reshape(-1).view(np.uint8)[:] = np.frombuffer(host, np.uint8)
 
     def download(self, src: GPUArray, host: memoryview, stream: Stream) -> None:
+        refuse_in_capture("reading an array on the host")
         np.frombuffer(host, np.uint8)[:] = host_view(src).reshape(-1).view(np.uint8)
 
+    @_recordable
     def copy(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         np.copyto(host_view(dst), host_view(src), casting="unsafe")
 
+    @_recordable
     def fill(self, dst: GPUArray, value: Any, stream: Stream) -> None:
         host_view(dst)[...] = np.asarray(value).astype(dst.dtype)
 
+    @_recordable
     def arange(self, dst: GPUArray, start: Any, step: Any, stream: Stream) -> None:
         # The kernel's definition: floats in double then rounded once, integers in int64.
         values: np.ndarray[Any, Any]
@@ -208,19 +216,19 @@ class CpuRuntime:
             values = np.arange(dst.size, dtype=np.float64) * float(step) + float(start)
         host_view(dst)[...] = values.astype(dst.dtype) if dst.dtype != np.bool_ else values != 0
 
+    @_recordable
     def linspace(self, dst: GPUArray, start: float, stop: float, endpoint: bool,
                  stream: Stream) -> None:
         # NumPy's linspace with an integer dtype floors (not truncates), as the kernel does.
         host_view(dst)[...] = np.linspace(start, stop, dst.size, endpoint=endpoint,
                                           dtype=dst.dtype)
 
-    def add_f32(self, a: GPUArray, b: GPUArray, out: GPUArray, stream: Stream) -> None:
-        np.add(host_view(a), host_view(b), out=host_view(out))
-
     def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
+        refuse_in_capture("a copy between devices")
         self.copy(src, dst, stream)
 
     # -- elementwise math: the kernels' definitions, in NumPy (see pygpukit._math) ---------------
+    @_recordable
     def binary(self, op: int, a: GPUArray | None, b: GPUArray | None, scalar: Any,
                out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
         x = _operand(a, scalar, compute)
@@ -229,12 +237,14 @@ class CpuRuntime:
             result = _BINARY[op](x, y)
             np.copyto(host_view(out), result, casting="unsafe")
 
+    @_recordable
     def unary(self, op: int, x: GPUArray, out: GPUArray, compute: np.dtype[Any],
               stream: Stream) -> None:
         with np.errstate(all="ignore"):
             result = _UNARY[op](_operand(x, 0, compute))
             np.copyto(host_view(out), result, casting="unsafe")
 
+    @_recordable
     def reduce(self, op: int, x: GPUArray, nred_dims: int, out: GPUArray,
                compute: np.dtype[Any], ddof: float, workspace: GPUArray | None, chunks: int,
                stream: Stream) -> None:
@@ -247,6 +257,7 @@ class CpuRuntime:
             result = _REDUCE[op](data, ddof)
             np.copyto(host_view(out), result, casting="unsafe")
 
+    @_recordable
     def row_norm(self, op: int, x: GPUArray, weight: GPUArray | None, bias: GPUArray | None,
                  eps: float, out: GPUArray, stream: Stream) -> None:
         """The kernels' row normalizations (pgk_row_norm), in NumPy, in the compute dtype."""
@@ -254,26 +265,27 @@ class CpuRuntime:
         v: np.ndarray[Any, Any] = host_view(x).astype(compute)
         n = compute.type(v.shape[-1])
         with np.errstate(all="ignore"):
-            if op in (0, 1):  # softmax, log_softmax
+            if op in (NormOp.SOFTMAX, NormOp.LOG_SOFTMAX):
                 shifted = v - v.max(axis=-1, keepdims=True)
                 total = np.exp(shifted).sum(axis=-1, keepdims=True)
-                if op == 0:
+                if op == NormOp.SOFTMAX:
                     result = np.exp(shifted) * (compute.type(1) / total)
                 else:
                     result = shifted - np.log(total)
-            elif op == 2:  # layer_norm
+            elif op == NormOp.LAYER:
                 centered = v - v.sum(axis=-1, keepdims=True) / n
                 var = (centered * centered).sum(axis=-1, keepdims=True) / n
                 result = centered * (compute.type(1) / np.sqrt(var + compute.type(eps)))
             else:  # rms_norm
                 ms = (v * v).sum(axis=-1, keepdims=True) / n
                 result = v * (compute.type(1) / np.sqrt(ms + compute.type(eps)))
-            if op in (2, 3) and weight is not None:
+            if op in (NormOp.LAYER, NormOp.RMS) and weight is not None:
                 result = np.multiply(result, host_view(weight))
-            if op == 2 and bias is not None:
+            if op == NormOp.LAYER and bias is not None:
                 result = np.add(result, host_view(bias))
             np.copyto(host_view(out), result, casting="unsafe")
 
+    @_recordable
     def gemm(self, a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool,
              bias: GPUArray | None, activation: int, precision: int, stream: Stream) -> None:
         """The CUDA runtime's product (both precisions compute in float32 here)."""
@@ -284,6 +296,7 @@ class CpuRuntime:
         """The CPU simulation runs NumPy's matmul."""
         return "numpy.matmul"
 
+    @_recordable
     def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
               b_scalar: Any, out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
         mask = host_view(cond) != 0
@@ -298,8 +311,7 @@ def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activati
     if bias is not None:
         result += host_view(bias).astype(compute)
     if activation:
-        # The C ABI's activation codes -> the unary kernels: relu, gelu (erf), gelu (tanh).
-        result = _UNARY[{1: 12, 2: 14, 3: 13}[activation]](result)
+        result = _ACTIVATIONS[activation](result)
     np.copyto(host_view(c), result, casting="unsafe")
 
 

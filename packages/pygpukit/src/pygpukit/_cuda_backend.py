@@ -12,6 +12,7 @@ import ctypes
 import functools
 import struct
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,10 +20,10 @@ import numpy as np
 import pygpukit_driver as drv
 import pygpukit_kernels
 from pygpukit._allocator import CachingAllocator
+from pygpukit._context import refuse_in_capture
 from pygpukit._dtypes import kernel_code
 from pygpukit._errors import KernelLaunchError
 from pygpukit._stream import Stream
-from pygpukit._transfer import empty_on, touch
 
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray
@@ -34,11 +35,6 @@ class _Kernels:
     def __init__(self) -> None:
         lib = pygpukit_kernels.load()
         self._lib = lib
-        lib.pgk_add_f32.restype = ctypes.c_int
-        lib.pgk_add_f32.argtypes = [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-        ]
-        self.add_f32 = lib.pgk_add_f32
         self.copy = lib.pgk_copy
         self.fill = lib.pgk_fill
         self.arange = lib.pgk_arange
@@ -106,8 +102,18 @@ class CudaRuntime:
         self.compute_capability = self._device.compute_capability
         self.total_memory = self._device.total_memory
         self.kernels = _kernels()
+        self._gemm_workspace: dict[tuple[int, ...], int] = {}
         self.allocator = CachingAllocator(_RawDeviceMemory(self), self.describe)
         self.default_stream = Stream._wrap(self, drv.Stream(non_blocking=True), 0)
+        # The small-array kernels (pygpukit._small), loaded in this device's primary context:
+        # one prepared launcher each, launched with launch(grid, stream, *args).
+        self._small_module = drv.Module.load_data(
+            pygpukit_kernels.fatbin_path("small_ops").read_bytes())
+        self.small: dict[str, Callable[..., None]] = {}
+        for name, arg_types in pygpukit_kernels.SMALL_KERNELS.items():
+            launcher = self._small_module.get_function(name).prepare(
+                1, pygpukit_kernels.SMALL_BLOCK, arg_types)
+            self.small[name.removeprefix("pgk_small_")] = launcher.launch
 
     def describe(self) -> str:
         """Name the device."""
@@ -138,8 +144,33 @@ class CudaRuntime:
         return int(least), int(greatest)
 
     def synchronize(self) -> None:
+        refuse_in_capture("synchronize()")
         self.activate()
         self._context.synchronize()
+
+    # -- graphs (pygpukit._graph) ----------------------------------------------------------------
+    def new_pool(self) -> CachingAllocator:
+        """A memory pool of its own (a graph's private pool) over this device's memory."""
+        return CachingAllocator(_RawDeviceMemory(self), self.describe)
+
+    def capture_begin(self, stream: Stream) -> None:
+        """Start capturing ``stream``'s work (thread-local mode: other threads run freely)."""
+        self.activate()
+        drv.stream_begin_capture(stream.handle, _CAPTURE_MODE_THREAD_LOCAL)
+
+    def capture_end(self, stream: Stream) -> Any:
+        """End the capture; return the instantiated graph (``launch(handle)``, ``close()``)."""
+        self.activate()
+        graph = drv.stream_end_capture(stream.handle)
+        try:
+            return graph.instantiate()
+        finally:
+            graph.close()
+
+    def capture_abort(self, stream: Stream) -> None:
+        """End a failed capture and drop what it recorded."""
+        self.activate()
+        drv.stream_end_capture(stream.handle).close()
 
     # -- data movement and kernels (arrays are validated by the caller) ------------------------
     def upload(self, dst: GPUArray, host: memoryview, stream: Stream) -> None:
@@ -148,13 +179,15 @@ class CudaRuntime:
         From pageable memory the driver stages the bytes before returning, so the host buffer
         may be reused at once.
         """
+        refuse_in_capture("a host-to-device copy")
         self.activate()
-        drv.memcpy_htod_async(_ptr(dst), host, stream.handle)
+        drv.memcpy_htod_async(_ptr(dst), host, stream.launch_handle())
 
     def download(self, src: GPUArray, host: memoryview, stream: Stream) -> None:
         """Device → host from a C-contiguous array; waits for ``stream`` only."""
+        refuse_in_capture("reading an array on the host")
         self.activate()
-        drv.memcpy_dtoh_async(host, _ptr(src), stream.handle)
+        drv.memcpy_dtoh_async(host, _ptr(src), stream.launch_handle())
         stream.synchronize()
 
     def copy(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
@@ -162,12 +195,12 @@ class CudaRuntime:
         self.activate()
         if (src.dtype == dst.dtype and src.is_contiguous() and dst.is_contiguous()
                 and src._rt is self):
-            drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.handle)
+            drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.launch_handle())
             return
         status = self.kernels.copy(
             _ptr(src), kernel_code(src.dtype), _i64(src.strides),
             _ptr(dst), kernel_code(dst.dtype), _i64(dst.strides),
-            dst.ndim, _i64(dst.shape), stream.handle,
+            dst.ndim, _i64(dst.shape), stream.launch_handle(),
         )
         self.kernels.check("pgk_copy", status)
 
@@ -176,7 +209,7 @@ class CudaRuntime:
         self.activate()
         dval, ival = _fill_operands(value, dst.dtype)
         status = self.kernels.fill(_ptr(dst), kernel_code(dst.dtype), _i64(dst.strides),
-                                   dst.ndim, _i64(dst.shape), dval, ival, stream.handle)
+                                   dst.ndim, _i64(dst.shape), dval, ival, stream.launch_handle())
         self.kernels.check("pgk_fill", status)
 
     def arange(self, dst: GPUArray, start: Any, step: Any, stream: Stream) -> None:
@@ -184,7 +217,7 @@ class CudaRuntime:
         self.activate()
         status = self.kernels.arange(
             _ptr(dst), kernel_code(dst.dtype), dst.size, float(start), float(step),
-            _as_int(start), _as_int(step), stream.handle,
+            _as_int(start), _as_int(step), stream.launch_handle(),
         )
         self.kernels.check("pgk_arange", status)
 
@@ -193,15 +226,9 @@ class CudaRuntime:
         """NumPy's ``linspace`` into a contiguous 1-D ``dst``."""
         self.activate()
         status = self.kernels.linspace(_ptr(dst), kernel_code(dst.dtype), dst.size,
-                                       float(start), float(stop), int(endpoint), stream.handle)
+                                       float(start), float(stop), int(endpoint),
+                                       stream.launch_handle())
         self.kernels.check("pgk_linspace", status)
-
-    def add_f32(self, a: GPUArray, b: GPUArray, out: GPUArray, stream: Stream) -> None:
-        """``out = a + b``, contiguous float32 arrays of one size."""
-        self.activate()
-        status = self.kernels.add_f32(_ptr(a) or None, _ptr(b) or None, _ptr(out) or None,
-                                      a.size, stream.handle or None)
-        self.kernels.check("pgk_add_f32", status)
 
     # -- elementwise math (operands broadcast to out's shape by pygpukit._math) ---------------
     def binary(self, op: int, a: GPUArray | None, b: GPUArray | None, scalar: Any,
@@ -212,7 +239,7 @@ class CudaRuntime:
         status = self.kernels.binary(
             op, *_operand(a), *_operand(b), _ptr(out), kernel_code(out.dtype),
             _i64(out.strides), out.ndim, _i64(out.shape), kernel_code(compute), sf, si,
-            stream.handle)
+            stream.launch_handle())
         self.kernels.check("pgk_binary", status)
 
     def unary(self, op: int, x: GPUArray, out: GPUArray, compute: np.dtype[Any],
@@ -221,7 +248,7 @@ class CudaRuntime:
         self.activate()
         status = self.kernels.unary(op, *_operand(x), _ptr(out), kernel_code(out.dtype),
                                     _i64(out.strides), out.ndim, _i64(out.shape),
-                                    kernel_code(compute), stream.handle)
+                                    kernel_code(compute), stream.launch_handle())
         self.kernels.check("pgk_unary", status)
 
     def reduce(self, op: int, x: GPUArray, nred_dims: int, out: GPUArray,
@@ -233,7 +260,7 @@ class CudaRuntime:
             op, _ptr(x) or None, kernel_code(x.dtype), _i64(x.strides), x.ndim, _i64(x.shape),
             nred_dims, _ptr(out), kernel_code(out.dtype), _i64(out.strides),
             kernel_code(compute), ddof, _ptr(workspace) if workspace is not None else None,
-            chunks, stream.handle)
+            chunks, stream.launch_handle())
         self.kernels.check("pgk_reduce", status)
 
     def row_norm(self, op: int, x: GPUArray, weight: GPUArray | None, bias: GPUArray | None,
@@ -253,7 +280,7 @@ class CudaRuntime:
         status = self.kernels.row_norm(
             op, _ptr(x) or None, kernel_code(x.dtype), rows, cols, x.strides[0], x.strides[1],
             _ptr(out) or None, out.strides[0], *affine(weight), *affine(bias), float(eps),
-            stream.handle)
+            stream.launch_handle())
         self.kernels.check("pgk_row_norm", status)
 
     def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
@@ -265,7 +292,7 @@ class CudaRuntime:
         status = self.kernels.where(*_operand(cond), *_operand(a), *_operand(b), _ptr(out),
                                     kernel_code(out.dtype), _i64(out.strides), out.ndim,
                                     _i64(out.shape), kernel_code(compute), af, ai, bf, bi,
-                                    stream.handle)
+                                    stream.launch_handle())
         self.kernels.check("pgk_where", status)
 
     # -- matrix products (operands laid out by pygpukit._linalg) ---------------------------------
@@ -273,17 +300,25 @@ class CudaRuntime:
              bias: GPUArray | None, activation: int, precision: int, stream: Stream) -> None:
         """``c = act(a @ b + bias)`` over 2-D or 3-D views (see :mod:`pygpukit._linalg`)."""
         self.activate()
-        desc = _gemm_desc(a, b, c, b_col_major, bias, activation, precision)
-        size = ctypes.c_uint64(0)
-        self.kernels.check("pgk_gemm_workspace_size",
-                           self.kernels.gemm_workspace_size(ctypes.byref(desc), ctypes.byref(size)))
-        workspace = None
-        if size.value:
-            workspace = empty_on(self, (size.value,), np.dtype(np.uint8), stream)
-            touch(stream, written=workspace)
+        desc, key = _gemm_desc(a, b, c, b_col_major, bias, activation, precision)
+        # The workspace a product needs depends on its shape, layout, alignment and epilogue
+        # only: asked once per such plan (a repeated product pays no query).
+        size = self._gemm_workspace.get(key)
+        if size is None:
+            query = ctypes.c_uint64(0)
+            self.kernels.check("pgk_gemm_workspace_size", self.kernels.gemm_workspace_size(
+                ctypes.byref(desc), ctypes.byref(query)))
+            size = self._gemm_workspace[key] = query.value
+            if len(self._gemm_workspace) > 4096:
+                self._gemm_workspace.clear()
+        # Workspace for this launch only: back in the cache at once, reused only by later work
+        # of this stream (stream order keeps it safe), as PyTorch's allocator does.
+        pool = stream._pool
+        allocator = self.allocator if pool is None else pool
+        workspace = allocator.malloc(size, stream) if size else None
         status = self.kernels.gemm(ctypes.byref(desc),
-                                   _ptr(workspace) if workspace is not None else None,
-                                   size.value, stream.handle)
+                                   workspace.address if workspace is not None else None,
+                                   size, stream.launch_handle())
         self.kernels.check("pgk_gemm", status)
 
     def gemm_last_kernel(self) -> str:
@@ -295,9 +330,14 @@ class CudaRuntime:
 
         Peer-to-peer where the devices allow, staged by the driver otherwise.
         """
+        refuse_in_capture("a copy between devices")
         self.activate()
-        drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.handle)
+        drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.launch_handle())
 
+
+# CUstreamCaptureMode: unsafe calls (synchronizations...) are refused on the capturing thread
+# only, so other threads' work goes on during a capture.
+_CAPTURE_MODE_THREAD_LOCAL = 1
 
 # pgk_gemm_desc packed by struct (far cheaper than setting ctypes fields one by one).
 _GEMM_FORMAT = struct.Struct("=4q4iQqqQqqQqqQ")  # pointers as uint64 (x86-64, aarch64)
@@ -306,11 +346,13 @@ _gemm_tls = threading.local()
 
 
 def _gemm_desc(a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool, bias: GPUArray | None,
-               activation: int, precision: int) -> pygpukit_kernels.GemmDesc:
+               activation: int, precision: int
+               ) -> tuple[pygpukit_kernels.GemmDesc, tuple[int, ...]]:
     """Fill the calling thread's C descriptor for a product over 2-D or 3-D (batched) views.
 
     Byte strides become element strides; a leading dimension of a single row (or column) is
-    irrelevant and set to its minimum.
+    irrelevant and set to its minimum.  Also returns the product's plan key: everything in the
+    descriptor but the addresses, plus their alignment (what the kernel choice depends on).
     """
     es = a.itemsize
     if a.ndim == 3:
@@ -334,13 +376,16 @@ def _gemm_desc(a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool, bias: G
         buffer = bytearray(_GEMM_FORMAT.size)
         desc = pygpukit_kernels.GemmDesc.from_buffer(buffer)
         _gemm_tls.desc = desc, buffer
-    _GEMM_FORMAT.pack_into(
-        buffer, 0, m, n, k, batch, kernel_code(c.dtype), precision, activation, int(b_col_major),
-        _ptr(a), a.strides[-2] // es if m > 1 else k, sa,
-        _ptr(b), ldb, sb,
-        _ptr(c), c.strides[-2] // es if m > 1 else n, sc,
-        _ptr(bias) if bias is not None else 0)
-    return desc
+    pa, pb, pc = _ptr(a), _ptr(b), _ptr(c)
+    pbias = _ptr(bias) if bias is not None else 0
+    lda = a.strides[-2] // es if m > 1 else k
+    ldc = c.strides[-2] // es if m > 1 else n
+    code = kernel_code(c.dtype)
+    _GEMM_FORMAT.pack_into(buffer, 0, m, n, k, batch, code, precision, activation,
+                           int(b_col_major), pa, lda, sa, pb, ldb, sb, pc, ldc, sc, pbias)
+    key = (m, n, k, batch, code, precision, activation, int(b_col_major), lda, sa, ldb, sb, ldc,
+           sc, bias is not None, (pa | pb | pc | pbias) & 255)
+    return desc, key
 
 
 def _operand(array: GPUArray | None) -> tuple[int | None, int, Any]:

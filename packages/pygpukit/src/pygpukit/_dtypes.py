@@ -7,6 +7,8 @@ from typing import Any, TypeAlias
 import ml_dtypes
 import numpy as np
 
+import pygpukit_kernels
+
 bool_ = np.dtype(np.bool_)
 int8 = np.dtype(np.int8)
 uint8 = np.dtype(np.uint8)
@@ -53,6 +55,10 @@ def normalize_dtype(dtype: object, *, argument: str = "dtype") -> np.dtype[Any]:
     TypeError
         If the dtype is not understood or not supported; the message lists the supported ones.
     """
+    try:
+        return _NORMALIZED[dtype]  # every op that takes a dtype: once per spelling
+    except (KeyError, TypeError):
+        pass
     if isinstance(dtype, str) and dtype.lower() in _ALIASES:
         resolved = _ALIASES[dtype.lower()]
     else:
@@ -63,11 +69,17 @@ def normalize_dtype(dtype: object, *, argument: str = "dtype") -> np.dtype[Any]:
     if resolved is None or resolved not in SUPPORTED_DTYPES:
         names = ", ".join(d.name for d in SUPPORTED_DTYPES)
         raise TypeError(f"{argument}: expected one of {names}; got {dtype!r}")
+    if isinstance(dtype, (str, type, np.dtype)) and len(_NORMALIZED) < 256:
+        _NORMALIZED[dtype] = resolved
     return resolved
 
 
-#: The dtype codes of the kernels' C ABI (PGK_BOOL = 0 ... PGK_FLOAT64 = 9), fixed forever.
-_KERNEL_CODES: dict[np.dtype[Any], int] = {dt: code for code, dt in enumerate(SUPPORTED_DTYPES)}
+_NORMALIZED: dict[object, np.dtype[Any]] = {}
+
+
+#: The dtype codes of the kernels' C ABI, as pygpukit_kernels exports them (by dtype name).
+_KERNEL_CODES: dict[np.dtype[Any], int] = {dt: pygpukit_kernels.DTYPE_CODES[dt.name]
+                                           for dt in SUPPORTED_DTYPES}
 
 
 def kernel_code(dtype: np.dtype[Any]) -> int:

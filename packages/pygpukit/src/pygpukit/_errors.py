@@ -50,6 +50,15 @@ class AdmissionError(RuntimeError):
         self.reason = reason
 
 
+class GraphCaptureError(RuntimeError):
+    """An operation that cannot be recorded in a CUDA graph was called during a capture.
+
+    Host reads (``to_numpy``, ``item``, ``print``), synchronizations, host-to-device uploads
+    and cross-device copies; the capture is abandoned when the ``with gp.graph()`` block exits
+    with this error.
+    """
+
+
 class KernelLaunchError(RuntimeError):
     """A precompiled kernel could not be launched.
 

@@ -287,9 +287,12 @@ class JITKernel:
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:
-        launcher, values, _, _ = self._prepare(args, kwargs, grid, block, shared_mem, stream)
+        launcher, values, target, _ = self._prepare(args, kwargs, grid, block, shared_mem,
+                                                    stream)
         if self._context_handle is None or self._current_context() != self._context_handle:
             self._runtime.activate()
+        if target._before_launch is not None:  # the stream's before-launch hook (pacing)
+            target._before_launch()
         try:
             launcher(*values)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -357,6 +360,8 @@ class BoundLaunch:
             _note_use(target, array, writable)
         if self._context is None or self._current() != self._context:
             self._activate()
+        if target._before_launch is not None:  # the stream's before-launch hook (pacing)
+            target._before_launch()
         self._launcher(*self._values)
 
     def __repr__(self) -> str:

@@ -20,6 +20,8 @@ from pygpukit._array import GPUArray
 from pygpukit._dtypes import bfloat16, float16, float32, float64
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, touch
+from pygpukit_kernels import Activation
+from pygpukit_kernels import Precision as KPrecision
 
 Precision = Literal["highest", "tf32"]
 
@@ -28,9 +30,12 @@ _PRECISIONS: dict[str, Precision] = {
     "highest": "highest", "ieee": "highest", "float32": "highest", "fp32": "highest",
     "tf32": "tf32", "high": "tf32",
 }
-#: C ABI codes (``PGK_PRECISION_*`` / ``PGK_ACT_*``).
-PRECISION_CODES: dict[Precision, int] = {"highest": 0, "tf32": 1}
-ACTIVATION_CODES: dict[str | None, int] = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3}
+#: C ABI codes (``PGK_PRECISION_*`` / ``PGK_ACT_*``), as pygpukit_kernels exports them.
+PRECISION_CODES: dict[Precision, int] = {"highest": int(KPrecision.HIGHEST),
+                                         "tf32": int(KPrecision.TF32)}
+ACTIVATION_CODES: dict[str | None, int] = {
+    None: int(Activation.NONE), "relu": int(Activation.RELU), "gelu": int(Activation.GELU),
+    "gelu_tanh": int(Activation.GELU_TANH)}
 _SUPPORTED = (float16, bfloat16, float32, float64)
 
 _state = threading.Lock()

@@ -11,86 +11,28 @@ shape.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, cast
 
 import numpy as np
 
-from pygpukit import _layout
+from pygpukit import _layout, _small
 from pygpukit._array import GPUArray
-from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64, int64
+from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64
+from pygpukit._optable import (
+    BINARY_OPS,
+    REDUCE_OPS,
+    UNARY_OPS,
+    binary_compute,
+    compute_dtype,
+    reduce_dtypes,
+    resolve,
+)
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, touch
-
-#: Binary ops: name -> (C ABI op code, the NumPy ufunc whose type resolution is used).
-BINARY_OPS: dict[str, tuple[int, Any]] = {
-    "add": (0, np.add),
-    "subtract": (1, np.subtract),
-    "multiply": (2, np.multiply),
-    "divide": (3, np.true_divide),
-    "maximum": (4, np.maximum),
-    "minimum": (5, np.minimum),
-    "power": (6, np.power),
-    "floor_divide": (7, np.floor_divide),
-    "remainder": (8, np.remainder),
-    "equal": (9, np.equal),
-    "not_equal": (10, np.not_equal),
-    "less": (11, np.less),
-    "less_equal": (12, np.less_equal),
-    "greater": (13, np.greater),
-    "greater_equal": (14, np.greater_equal),
-    "logical_and": (15, np.logical_and),
-    "logical_or": (16, np.logical_or),
-    "logical_xor": (17, np.logical_xor),
-    "bitwise_and": (18, np.bitwise_and),
-    "bitwise_or": (19, np.bitwise_or),
-    "bitwise_xor": (20, np.bitwise_xor),
-}
-
-#: Unary ops: name -> (C ABI op code, the ufunc whose type resolution is used).  Ops NumPy has
-#: no ufunc for resolve like ``sqrt`` (floating results; integers go to a float type) or, for
-#: relu, like ``negative`` (dtype kept, bool refused).
-UNARY_OPS: dict[str, tuple[int, Any]] = {
-    "negative": (0, np.negative),
-    "absolute": (1, np.absolute),
-    "exp": (2, np.exp),
-    "log": (3, np.log),
-    "log1p": (4, np.log1p),
-    "expm1": (5, np.expm1),
-    "sqrt": (6, np.sqrt),
-    "rsqrt": (7, np.sqrt),
-    "sin": (8, np.sin),
-    "cos": (9, np.cos),
-    "tanh": (10, np.tanh),
-    "sigmoid": (11, np.sqrt),
-    "relu": (12, np.negative),
-    "gelu_tanh": (13, np.sqrt),
-    "gelu_erf": (14, np.sqrt),
-    "silu": (15, np.sqrt),
-    "floor": (16, np.floor),
-    "ceil": (17, np.ceil),
-    "rint": (18, np.rint),
-    "sign": (19, np.sign),
-    "isnan": (20, np.isnan),
-    "isinf": (21, np.isinf),
-    "logical_not": (22, np.logical_not),
-    "invert": (23, np.invert),
-    "square": (24, np.square),
-    "reciprocal": (25, np.reciprocal),
-}
 
 _LOGICAL = {"logical_and", "logical_or", "logical_xor"}
 _FLOATS = (float16, bfloat16, float32, float64)
 Scalar = bool | int | float | np.generic
-
-
-def compute_dtype(loop: np.dtype[Any]) -> np.dtype[Any]:
-    """The type a loop of dtype ``loop`` computes in: float32, float64 or int64."""
-    if loop in (float16, bfloat16, float32):
-        return float32
-    if loop == float64:
-        return float64
-    return int64
 
 
 def _scalar_key(value: Any) -> Any:
@@ -106,23 +48,6 @@ def _scalar_key(value: Any) -> Any:
     if isinstance(value, float):
         return float
     return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _resolve(name: str, keys: tuple[Any, ...]) -> tuple[np.dtype[Any], np.dtype[Any]]:
-    ufunc = (BINARY_OPS.get(name) or UNARY_OPS[name])[1]
-    try:
-        dtypes = ufunc.resolve_dtypes((*keys, None))
-    except TypeError as exc:
-        names = ", ".join(k.name if isinstance(k, np.dtype) else f"Python {k.__name__}"
-                          for k in keys)
-        raise TypeError(f"{name}: not supported for the input types ({names})") from exc
-    loop, result = np.dtype(dtypes[0]), np.dtype(dtypes[-1])
-    if len(keys) == 2 and np.dtype(dtypes[1]) != loop:
-        loop = np.result_type(loop, dtypes[1])
-    if result not in SUPPORTED_DTYPES or loop not in SUPPORTED_DTYPES:
-        raise TypeError(f"{name}: NumPy gives dtype {result.name}, which PyGPUkit does not hold")
-    return loop, result
 
 
 def _scalar_value(name: str, value: Any, loop: np.dtype[Any]) -> np.generic:
@@ -173,6 +98,8 @@ def _finish(name: str, out: GPUArray | None, shape: tuple[int, ...], result: np.
 
 def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
     """``name(a, b)`` elementwise with broadcasting; one of ``a`` / ``b`` may be a scalar."""
+    if out is None and (fast := _small.binary(name, a, b)) is not None:
+        return fast
     code = BINARY_OPS[name][0]
     a_arr, b_arr = isinstance(a, GPUArray), isinstance(b, GPUArray)
     if not (a_arr or b_arr):
@@ -183,12 +110,8 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
         if key is None:
             raise TypeError(f"{name}: operands must be GPUArrays or bool/int/float scalars; "
                             f"got {type(value).__name__}")
-    loop, result = _resolve(name, keys)
-    compute = compute_dtype(loop)
-    if name in _LOGICAL:
-        compute = float64 if any(k in _FLOATS for k in keys) else int64
-        if any(k is float for k in keys):
-            compute = float64
+    loop, result = resolve(name, keys)
+    compute = binary_compute(name, keys, loop)
     scalar: Any = 0
     if a_arr and b_arr:
         runtime = check_same_device(a, b, op=name)
@@ -216,10 +139,12 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
 
 def unary(name: str, x: Any, out: GPUArray | None = None) -> GPUArray:
     """``name(x)`` elementwise."""
+    if out is None and (fast := _small.unary(name, x)) is not None:
+        return fast
     code = UNARY_OPS[name][0]
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
-    loop, result = _resolve(name, (x.dtype,))
+    loop, result = resolve(name, (x.dtype,))
     runtime = x._rt
     target, final = _finish(name, out, x.shape, result, runtime, (x,))
     stream = stream_for_runtime(runtime)
@@ -234,6 +159,8 @@ def unary(name: str, x: Any, out: GPUArray | None = None) -> GPUArray:
 
 def where(cond: GPUArray, a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
     """Elements of ``a`` where ``cond`` is true, else of ``b`` (NumPy's ``where``)."""
+    if out is None and (fast := _small.where(cond, a, b)) is not None:
+        return fast
     if not isinstance(cond, GPUArray):
         raise TypeError(f"where: cond must be a GPUArray; got {type(cond).__name__}")
     keys = (_scalar_key(a), _scalar_key(b))
@@ -268,40 +195,7 @@ def where(cond: GPUArray, a: Any, b: Any, *, out: GPUArray | None = None) -> GPU
 
 # -- reductions ----------------------------------------------------------------------------------
 
-#: Reductions: name -> C ABI op code.
-REDUCE_OPS: dict[str, int] = {
-    "sum": 0, "prod": 1, "max": 2, "min": 3, "argmax": 4, "argmin": 5, "mean": 6, "var": 7,
-    "std": 8, "any": 9, "all": 10,
-}
 _NEEDS_ELEMENTS = {"max": "maximum", "min": "minimum", "argmax": "argmax", "argmin": "argmin"}
-
-
-@functools.lru_cache(maxsize=1024)
-def _reduce_dtypes(name: str, dtype: np.dtype[Any]) -> tuple[np.dtype[Any], np.dtype[Any]]:
-    """(result dtype, compute dtype) of reduction ``name`` over ``dtype``.
-
-    The result dtype is NumPy's, except that unsigned sums (NumPy's uint64) give int64:
-    PyGPUkit has no uint64.
-    """
-    sample = np.ones(2, dtype)
-    with np.errstate(all="ignore"):
-        try:
-            result = np.asarray(getattr(np, name)(sample)).dtype
-        except TypeError as exc:
-            raise TypeError(f"{name}: not supported for dtype {dtype.name}") from exc
-    if result == np.uint64:
-        result = int64
-    if result not in SUPPORTED_DTYPES:
-        raise TypeError(f"{name}: NumPy gives dtype {result.name}, which PyGPUkit does not hold")
-    is_float = dtype in _FLOATS
-    compute: np.dtype[Any]
-    if name in ("mean", "var", "std"):
-        compute = float32 if dtype in (float16, bfloat16, float32) else float64
-    elif is_float:
-        compute = float64 if dtype == float64 else float32
-    else:
-        compute = int64
-    return result, compute
 
 
 def _axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:
@@ -329,11 +223,14 @@ def _chunks(nout: int, nred: int) -> int:
 def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, *, ddof: float = 0,
            out: GPUArray | None = None) -> GPUArray:
     """Reduction ``name`` of ``x`` over ``axis`` (int, tuple or None), NumPy's semantics."""
+    if axis is None and out is None and (
+            fast := _small.reduce_all(name, x, keepdims, ddof)) is not None:
+        return fast
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
     if name in ("argmax", "argmin") and isinstance(axis, tuple):
         raise TypeError(f"{name}: axis must be an int or None")
-    result, compute = _reduce_dtypes(name, x.dtype)
+    result, compute = reduce_dtypes(name, x.dtype)
     axes = _axes(axis, x.ndim, name)
     kept = tuple(d for d in range(x.ndim) if d not in axes)
     nred = 1

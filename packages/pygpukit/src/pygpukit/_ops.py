@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from pygpukit import _array, _dlpack, _linalg, _small, _transfer
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import bfloat16, float16, float32, float64
 from pygpukit._math import binary, reduce, unary, where
+from pygpukit._optable import ROW_NORMS
 from pygpukit._stream import stream_for_runtime
-from pygpukit._transfer import empty_on, touch
+from pygpukit._transfer import copy_into, empty_on, touch
 
 
 def add(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
@@ -36,33 +38,7 @@ def add(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
     OverflowError
         If a Python int does not fit the array's integer dtype.
     """
-    if (type(a) is GPUArray and type(b) is GPUArray and a.dtype is float32
-            and b.dtype is float32 and a.shape == b.shape and a._rt is b._rt
-            and a.is_contiguous() and b.is_contiguous()
-            and (out is None or _same_layout_out(out, a, b))):
-        # The common case, with the checks of the general path folded into one test.
-        runtime = a._rt
-        stream = stream_for_runtime(runtime)
-        target = out if out is not None else empty_on(runtime, a.shape, float32, stream)
-        touch(stream, a, b, written=target)
-        if target.size:
-            runtime.add_f32(a, b, target, stream)
-        return target
     return binary("add", a, b, out)
-
-
-def _same_layout_out(out: Any, a: GPUArray, b: GPUArray) -> bool:
-    """Whether ``out`` can take the fast path.
-
-    That is: contiguous float32 of the operands' shape on their device, and either the very
-    memory of an operand or in another allocation.
-    """
-    if not (type(out) is GPUArray and out.dtype is float32 and out.shape == a.shape
-            and out._rt is a._rt and out.is_contiguous()):
-        return False
-    # (``all`` is this module's reduction; spell the two checks out.)
-    return ((out._block is not a._block or out._offset == a._offset)
-            and (out._block is not b._block or out._offset == b._offset))
 
 
 def _binary_function(name: str) -> Callable[..., GPUArray]:
@@ -222,8 +198,6 @@ __all__ = [
 
 
 # -- row-wise normalizations: one fused kernel per call (pgk_row_norm) ------------------------
-#: name -> C ABI op code of pgk_row_norm.
-_ROW_NORMS = {"softmax": 0, "log_softmax": 1, "layer_norm": 2, "rms_norm": 3}
 
 
 def _affine(name: str, what: str, value: Any, cols: int, compute: np.dtype[Any],
@@ -279,12 +253,14 @@ def _row_norm(name: str, x: Any, axis: int, weight: Any = None, bias: Any = None
     compute = float64 if x.dtype == float64 else float32
     w = _affine(name, "weight", weight, cols, compute, runtime)
     b = _affine(name, "bias", bias, cols, compute, runtime)
+    if ax == last and (fast := _small.row_norm(ROW_NORMS[name], x, w, b, eps)) is not None:
+        return fast
     stream = stream_for_runtime(runtime)
     x2 = view.reshape(rows, cols)  # a view when the leading dims merge, else a copy
     out = empty_on(runtime, (rows, cols), x.dtype, stream)
     touch(stream, x2, *(v for v in (w, b) if v is not None), written=out)
     if out.size:
-        runtime.row_norm(_ROW_NORMS[name], x2, w, b, eps, out, stream)
+        runtime.row_norm(ROW_NORMS[name], x2, w, b, eps, out, stream)
     result = out.reshape(view.shape)
     return result if ax == last else result.swapaxes(ax, last)
 
@@ -371,3 +347,32 @@ def stack(arrays: Any, axis: int = 0) -> GPUArray:
 
 
 __all__ += ["concatenate", "layer_norm", "log_softmax", "rms_norm", "softmax", "stack"]
+
+
+# -- GPUArray's methods reach the layers above through these hooks (see _array._Hooks) -------
+def _astype(x: GPUArray, dtype: np.dtype[Any]) -> GPUArray:
+    """``x.astype(dtype)`` into a new array: the small-array kernel, else the copy kernels."""
+    fast = _small.astype(x, dtype)
+    if fast is not None:
+        return fast
+    out = empty_on(x._rt, x.shape, dtype)
+    copy_into(x, out)
+    return out
+
+
+def _attach_hooks() -> None:
+    hooks = _array.hooks
+    hooks.assign = _transfer.assign
+    hooks.astype = _astype
+    hooks.to_numpy = _transfer.to_numpy
+    hooks.to_device = _transfer.to_device
+    hooks.export_capsule = _dlpack.export_capsule
+    hooks.device_tuple = _dlpack.device_tuple
+    hooks.cuda_array_interface = _dlpack.cuda_array_interface
+    hooks.matmul = _linalg.matmul
+    hooks.binary = binary
+    hooks.unary = unary
+    hooks.reduce = reduce
+
+
+_attach_hooks()

@@ -222,21 +222,6 @@ class _Charger:
 
 
 # -- streams: QoS priority, green contexts, pacing ----------------------------------------------
-class _PacedStream(Stream):
-    """A partition's stream; with pacing, every launch (handle use) first asks the pacer."""
-
-    __slots__ = ("_pace",)
-    _pace: Callable[[], None] | None
-
-    @property
-    def handle(self) -> int:
-        """The ``CUstream`` as an int; paced streams wait for their turn first."""
-        pace = self._pace
-        if pace is not None:
-            pace()
-        return int(self._impl.handle)
-
-
 class _Pacer:
     """Token bucket of one stream (Rust ``KernelPacingEngine``), debited with device time.
 
@@ -459,9 +444,7 @@ class Partition:
             impl = self._green.create_stream(self.stream_priority)
         else:
             impl = runtime.new_stream(self.stream_priority, True)
-        stream = _PacedStream._wrap(runtime, impl, self.stream_priority)
-        assert isinstance(stream, _PacedStream)
-        stream._pace = None
+        stream = Stream._wrap(runtime, impl, self.stream_priority)
         if self.compute_mode == "priority+pacing" and self.compute:
             state = self._state
             with state.lock:
@@ -471,7 +454,7 @@ class Partition:
                 state.pacer.register_stream(sid, float(self.compute))
             pacer = _Pacer(state.pacer, sid, runtime, impl)
             self._pacers.append(pacer)
-            stream._pace = pacer
+            stream._before_launch = pacer
         return stream
 
     # -- scope ---------------------------------------------------------------------------------

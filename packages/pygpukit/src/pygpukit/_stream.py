@@ -7,6 +7,7 @@ by PyGPUkit) unless a ``with stream:`` block says otherwise, per thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pygpukit import _context
@@ -33,25 +34,47 @@ class Stream:
     >>> s.synchronize()
     """
 
-    __slots__ = ("__weakref__", "_impl", "_runtime", "priority")
+    __slots__ = ("__weakref__", "_before_launch", "_handle", "_impl", "_keep", "_pool",
+                 "_recorded", "_runtime", "priority")
+
+    #: Called before every kernel launch on this stream (``None``: nothing to do).  Partitions
+    #: set it to pace launches; graph capture leaves it alone.
+    _before_launch: Callable[[], None] | None
 
     def __init__(self, priority: int = 0, *, device: Any = None, non_blocking: bool = True) -> None:
         from pygpukit._device import runtime_for
 
-        self._runtime = runtime_for(device)
-        self._impl = self._runtime.new_stream(int(priority), bool(non_blocking))
-        self.priority = int(priority)
+        runtime = runtime_for(device)
+        self._init(runtime, runtime.new_stream(int(priority), bool(non_blocking)), int(priority))
+
+    def _init(self, runtime: Any, impl: Any, priority: int) -> None:
+        self._runtime, self._impl, self.priority = runtime, impl, priority
+        self._handle = int(impl.handle)  # fixed for the stream's life: read once
+        self._before_launch = None
+        # Graph capture (pygpukit._graph) on this stream: the graph's private memory pool, the
+        # blocks of other pools its work uses (kept alive while the graph lives) and, on the
+        # CPU simulation, the recorded runtime calls.  None outside a capture.
+        self._pool: Any = None
+        self._keep: list[Any] | None = None
+        self._recorded: list[Any] | None = None
 
     @classmethod
     def _wrap(cls, runtime: Any, impl: Any, priority: int) -> Stream:
         stream = cls.__new__(cls)
-        stream._runtime, stream._impl, stream.priority = runtime, impl, priority
+        stream._init(runtime, impl, priority)
         return stream
 
     @property
     def handle(self) -> int:
         """The ``CUstream`` as an int (0 on the CPU simulation)."""
-        return int(self._impl.handle)
+        return self._handle
+
+    def launch_handle(self) -> int:
+        """The handle to launch on, after the before-launch hook (pacing) had its say."""
+        hook = self._before_launch
+        if hook is not None:
+            hook()
+        return self._handle
 
     @property
     def device(self) -> Any:
@@ -62,6 +85,7 @@ class Stream:
 
     def synchronize(self) -> None:
         """Wait until all work enqueued on this stream has finished."""
+        _context.refuse_in_capture("Stream.synchronize()")
         self._impl.synchronize()
 
     def query(self) -> bool:
@@ -122,6 +146,7 @@ class Event:
 
     def synchronize(self) -> None:
         """Wait until the work before the recorded point has finished."""
+        _context.refuse_in_capture("Event.synchronize()")
         self._impl.synchronize()
 
     def query(self) -> bool:

@@ -20,14 +20,19 @@ from pygpukit._stream import stream_for_runtime as _stream_of
 
 def touch(stream: Stream, *arrays: GPUArray, written: GPUArray | None = None) -> None:
     """Record that ``stream`` uses these arrays' memory (and writes ``written``)."""
+    keep = stream._keep  # a graph being captured keeps what it uses alive
     for array in arrays:
         block = array._block
         if block.stream is not stream:
             block.record_stream(stream)
+            if keep is not None:
+                keep.append(block)
     if written is not None:
         written._block.writer = stream
         if written._block.stream is not stream:
             written._block.record_stream(stream)
+            if keep is not None:
+                keep.append(written._block)
 
 
 def empty_on(runtime: Any, shape: tuple[int, ...], dtype: np.dtype[Any],
@@ -35,8 +40,10 @@ def empty_on(runtime: Any, shape: tuple[int, ...], dtype: np.dtype[Any],
     """A new C-contiguous array on ``runtime``'s device, allocated for ``stream``."""
     stream = stream if stream is not None else _stream_of(runtime)
     nbytes = math.prod(shape) * dtype.itemsize
-    block = runtime.allocator.malloc(nbytes, stream)
-    return GPUArray(runtime, block, 0, shape, _layout.c_strides(shape, dtype.itemsize), dtype)
+    pool = stream._pool  # a graph's private pool while it is captured
+    block = (runtime.allocator if pool is None else pool).malloc(nbytes, stream)
+    return GPUArray(runtime, block, 0, shape, _layout.c_strides(shape, dtype.itemsize), dtype,
+                    True)
 
 
 def check_same_device(*arrays: GPUArray, op: str) -> Any:

@@ -1,0 +1,261 @@
+// Kernels for small arrays, launched through the driver API from the standalone fatbin
+// `small_ops.fatbin` (cuModuleLoadData + a prepared launcher), not through the C ABI.
+//
+// For a few thousand elements the device work is nothing and the host's cost of a launch is
+// everything, so these kernels take flat, scalar parameters that a prepared launcher packs in
+// C (no strides arrays, no structs) and dispatch on dtype and op codes at run time.  Operands
+// are contiguous (the caller checks) or, for inputs, a single element broadcast (step 0).
+// Element semantics are those of the C ABI kernels (math_kernels.cuh, reduce_kernels.cuh,
+// norm): the same loads, conversions, ops and stores, so a small array gives what a large one
+// would (reductions and norms combine in their own fixed order: deterministic, not
+// bit-identical to the large-array path).
+//
+// Every kernel is extern "C" so the driver API finds it by name; parameter lists are mirrored
+// by pygpukit's launch table (arg type strings) and checked by its tests.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "dtypes.cuh"
+#include "math_kernels.cuh"
+#include "pygpukit_kernels.h"
+#include "reduce_kernels.cuh"
+
+namespace pgk {
+namespace {
+
+constexpr unsigned kSmallBlock = 256;
+
+// Element size of a dtype code (dtype_size() is host-only).
+__device__ __forceinline__ int elem_size(int code) {
+  switch (code) {
+    case PGK_BOOL: case PGK_INT8: case PGK_UINT8: return 1;
+    case PGK_INT16: case PGK_FLOAT16: case PGK_BFLOAT16: return 2;
+    case PGK_INT32: case PGK_FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void small_ew(int kind, int op, char* out, int out_dt,
+                                         const char* a, int a_dt, long long a_step,
+                                         const char* b, int b_dt, long long b_step,
+                                         const char* c, int c_dt, long long c_step, C sa, C sb,
+                                         long long n) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const int out_size = elem_size(out_dt);
+  const int a_size = a ? elem_size(a_dt) * static_cast<int>(a_step) : 0;
+  const int b_size = b ? elem_size(b_dt) * static_cast<int>(b_step) : 0;
+  const int c_size = c ? elem_size(c_dt) * static_cast<int>(c_step) : 0;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    char* o = out + i * out_size;
+    if (kind == 0) {  // out = a (op) b; a null operand is the scalar
+      const C x = a ? load_as<C>(a + i * a_size, a_dt) : sa;
+      const C y = b ? load_as<C>(b + i * b_size, b_dt) : sb;
+      store_from<C>(o, out_dt, apply_binary<C>(op, x, y));
+    } else if (kind == 1) {  // out = op(a)
+      store_from<C>(o, out_dt, apply_unary<C>(op, load_as<C>(a + i * a_size, a_dt)));
+    } else {  // out = a ? b : c (a: the condition, any dtype)
+      const C v = load_nonzero(a + i * a_size, a_dt)
+                      ? (b ? load_as<C>(b + i * b_size, b_dt) : sa)
+                      : (c ? load_as<C>(c + i * c_size, c_dt) : sb);
+      store_from<C>(o, out_dt, v);
+    }
+  }
+}
+
+// dst = (D) src for one element of dtype code `src_dt`, as pgk_copy converts.
+template <class D>
+__device__ __forceinline__ typename D::T convert_from(const char* p, int src_dt) {
+  switch (src_dt) {
+    case PGK_BOOL: return convert<TBool, D>(*reinterpret_cast<const uint8_t*>(p));
+    case PGK_INT8: return convert<TI8, D>(*reinterpret_cast<const int8_t*>(p));
+    case PGK_UINT8: return convert<TU8, D>(*reinterpret_cast<const uint8_t*>(p));
+    case PGK_INT16: return convert<TI16, D>(*reinterpret_cast<const int16_t*>(p));
+    case PGK_INT32: return convert<TI32, D>(*reinterpret_cast<const int32_t*>(p));
+    case PGK_INT64: return convert<TI64, D>(*reinterpret_cast<const long long*>(p));
+    case PGK_FLOAT16: return convert<TF16, D>(*reinterpret_cast<const uint16_t*>(p));
+    case PGK_BFLOAT16: return convert<TBF16, D>(*reinterpret_cast<const uint16_t*>(p));
+    case PGK_FLOAT32: return convert<TF32, D>(*reinterpret_cast<const float*>(p));
+    default: return convert<TF64, D>(*reinterpret_cast<const double*>(p));
+  }
+}
+
+template <class D>
+__device__ __forceinline__ void cast_one(char* dst, const char* src, int src_dt) {
+  *reinterpret_cast<typename D::T*>(dst) = convert_from<D>(src, src_dt);
+}
+
+// One block reduces all n elements: thread t takes t, t + 256, ... in order, then the
+// shared-memory tree of reduce_kernels.cuh.
+template <class C>
+__device__ __forceinline__ void small_reduce(int op, const char* x, int x_dt, long long n,
+                                             char* out, int out_dt, double ddof) {
+  __shared__ Acc<C> sh[kReduceBlock];
+  const int acc_op = op == PGK_RED_STD ? PGK_RED_VAR : op;
+  const int size = elem_size(x_dt);
+  Acc<C> a = acc_identity<C>(acc_op);
+  for (long long i = threadIdx.x; i < n; i += kReduceBlock) {
+    a = combine(acc_op, a, acc_element<C>(acc_op, load_as<C>(x + i * size, x_dt), i));
+  }
+  block_tree(acc_op, a, sh);
+  if (threadIdx.x != 0) return;
+  if (op == PGK_RED_ARGMAX || op == PGK_RED_ARGMIN) {
+    store_from<long long>(out, out_dt, a.n < 0 ? 0 : a.n);
+    return;
+  }
+  if constexpr (std::is_integral_v<C>) {
+    store_from<C>(out, out_dt, a.v);
+  } else {
+    if (op == PGK_RED_MEAN) {
+      store_from<C>(out, out_dt, a.v / static_cast<C>(n));
+    } else if (op == PGK_RED_VAR || op == PGK_RED_STD) {
+      const double dof = static_cast<double>(a.n) - ddof;
+      const C var = dof <= 0 ? C(NAN) : a.m2 / static_cast<C>(dof);
+      store_from<C>(out, out_dt, op == PGK_RED_STD ? sqrt(var) : var);
+    } else {
+      store_from<C>(out, out_dt, a.v);
+    }
+  }
+}
+
+// Block-wide sum or max of one value per thread, in a fixed order (deterministic).
+template <class C, bool kMax>
+__device__ __forceinline__ C block_all(C v, C* sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = kSmallBlock / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      const C o = sh[threadIdx.x + s];
+      C& m = sh[threadIdx.x];
+      if constexpr (kMax) m = (m >= o || m != m) ? m : o;  // NaN propagates
+      else m = m + o;
+    }
+    __syncthreads();
+  }
+  const C r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+// Row r of a C-contiguous (rows, cols) x into out (same layout), one block per row.  weight /
+// bias: null or cols contiguous elements of the compute type C (layer_norm, rms_norm).
+template <class C>
+__device__ __forceinline__ void small_row_norm(int op, const char* x, int dt, long long cols,
+                                               char* out, const C* w, const C* b, double eps) {
+  __shared__ C sh[kSmallBlock];
+  const int size = elem_size(dt);
+  const char* xr = x + static_cast<long long>(blockIdx.x) * cols * size;
+  char* orow = out + static_cast<long long>(blockIdx.x) * cols * size;
+  if (op == PGK_NORM_SOFTMAX || op == PGK_NORM_LOG_SOFTMAX) {
+    C m = C(-INFINITY);
+    for (long long j = threadIdx.x; j < cols; j += kSmallBlock) {
+      const C v = load_as<C>(xr + j * size, dt);
+      m = (m >= v || m != m) ? m : v;
+    }
+    m = block_all<C, true>(m, sh);
+    C s = C(0);
+    for (long long j = threadIdx.x; j < cols; j += kSmallBlock) {
+      s += exp(load_as<C>(xr + j * size, dt) - m);
+    }
+    s = block_all<C, false>(s, sh);
+    if (op == PGK_NORM_SOFTMAX) {
+      const C inv = C(1) / s;
+      for (long long j = threadIdx.x; j < cols; j += kSmallBlock) {
+        store_from<C>(orow + j * size, dt, exp(load_as<C>(xr + j * size, dt) - m) * inv);
+      }
+    } else {
+      const C ls = log(s);
+      for (long long j = threadIdx.x; j < cols; j += kSmallBlock) {
+        store_from<C>(orow + j * size, dt, (load_as<C>(xr + j * size, dt) - m) - ls);
+      }
+    }
+    return;
+  }
+  C mean = C(0);
+  if (op == PGK_NORM_LAYER) {
+    C s = C(0);
+    for (long long j = threadIdx.x; j < cols; j += kSmallBlock) s += load_as<C>(xr + j * size, dt);
+    mean = block_all<C, false>(s, sh) / static_cast<C>(cols);
+  }
+  C q = C(0);
+  for (long long j = threadIdx.x; j < cols; j += kSmallBlock) {
+    const C d = load_as<C>(xr + j * size, dt) - mean;
+    q += d * d;
+  }
+  const C inv = C(1) / sqrt(block_all<C, false>(q, sh) / static_cast<C>(cols) + static_cast<C>(eps));
+  for (long long j = threadIdx.x; j < cols; j += kSmallBlock) {
+    C v = (load_as<C>(xr + j * size, dt) - mean) * inv;
+    if (w) v *= w[j];
+    if (b) v += b[j];
+    store_from<C>(orow + j * size, dt, v);
+  }
+}
+
+}  // namespace
+}  // namespace pgk
+
+// ---- the entry points (names and parameter lists are the launch table's) ----
+// Elementwise: kind 0 binary, 1 unary, 2 where; computing in float, double or int64.
+#define PGK_SMALL_EW(NAME, C)                                                                  \
+  extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock) NAME(                         \
+      int kind, int op, char* out, int out_dt, const char* a, int a_dt, long long a_step,       \
+      const char* b, int b_dt, long long b_step, const char* c, int c_dt, long long c_step,     \
+      C sa, C sb, long long n) {                                                                \
+    pgk::small_ew<C>(kind, op, out, out_dt, a, a_dt, a_step, b, b_dt, b_step, c, c_dt, c_step,  \
+                     sa, sb, n);                                                                \
+  }
+PGK_SMALL_EW(pgk_small_ew_f32, float)
+PGK_SMALL_EW(pgk_small_ew_f64, double)
+PGK_SMALL_EW(pgk_small_ew_i64, long long)
+#undef PGK_SMALL_EW
+
+// dst[i] = (dst_dt) src[i * step] (step 0 or 1), any dtype pair, as pgk_copy converts.
+extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock)
+pgk_small_cast(char* dst, int dst_dt, const char* src, int src_dt, long long step, long long n) {
+  using namespace pgk;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const int ds = elem_size(dst_dt);
+  const long long ss = elem_size(src_dt) * step;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    char* d = dst + i * ds;
+    const char* s = src + i * ss;
+    switch (dst_dt) {
+      case PGK_BOOL: cast_one<TBool>(d, s, src_dt); break;
+      case PGK_INT8: cast_one<TI8>(d, s, src_dt); break;
+      case PGK_UINT8: cast_one<TU8>(d, s, src_dt); break;
+      case PGK_INT16: cast_one<TI16>(d, s, src_dt); break;
+      case PGK_INT32: cast_one<TI32>(d, s, src_dt); break;
+      case PGK_INT64: cast_one<TI64>(d, s, src_dt); break;
+      case PGK_FLOAT16: cast_one<TF16>(d, s, src_dt); break;
+      case PGK_BFLOAT16: cast_one<TBF16>(d, s, src_dt); break;
+      case PGK_FLOAT32: cast_one<TF32>(d, s, src_dt); break;
+      default: cast_one<TF64>(d, s, src_dt); break;
+    }
+  }
+}
+
+// out[0] = reduce(op, x[0..n)), n >= 1; launched with one block of 256 threads.
+#define PGK_SMALL_REDUCE(NAME, C)                                                              \
+  extern "C" __global__ void __launch_bounds__(pgk::kReduceBlock) NAME(                        \
+      int op, const char* x, int x_dt, long long n, char* out, int out_dt, double ddof) {       \
+    pgk::small_reduce<C>(op, x, x_dt, n, out, out_dt, ddof);                                    \
+  }
+PGK_SMALL_REDUCE(pgk_small_reduce_f32, float)
+PGK_SMALL_REDUCE(pgk_small_reduce_f64, double)
+PGK_SMALL_REDUCE(pgk_small_reduce_i64, long long)
+#undef PGK_SMALL_REDUCE
+
+// Row-wise softmax / log_softmax / layer_norm / rms_norm of a C-contiguous (rows, cols) x;
+// one 256-thread block per row (grid = rows).
+#define PGK_SMALL_NORM(NAME, C)                                                                \
+  extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock) NAME(                         \
+      int op, const char* x, int dt, long long cols, char* out, const C* w, const C* b,         \
+      double eps) {                                                                             \
+    pgk::small_row_norm<C>(op, x, dt, cols, out, w, b, eps);                                    \
+  }
+PGK_SMALL_NORM(pgk_small_row_norm_f32, float)
+PGK_SMALL_NORM(pgk_small_row_norm_f64, double)
+#undef PGK_SMALL_NORM

@@ -1,0 +1,165 @@
+"""CUDA graphs for array code (gp.graph): capture, replay, refusals, memory — both backends."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import pygpukit as gp
+
+JIT_SRC = r'''
+extern "C" __global__ void axpb(float* y, const float* x, float a, float b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + b;
+}
+'''
+
+
+def _inputs(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.standard_normal((4, 64)).astype(np.float32),
+        "w": rng.standard_normal((64, 64)).astype(np.float32),
+        "b": rng.standard_normal(64).astype(np.float32),
+        "h": rng.standard_normal((64, 64)).astype(np.float16),
+        "big": rng.standard_normal(300_000).astype(np.float32),
+        "m": rng.standard_normal((4, 64)) > 0,
+    }
+
+
+def _work(a: dict[str, gp.GPUArray]) -> dict[str, gp.GPUArray]:
+    """A mix of small and large elementwise ops, reductions, norms and GEMMs."""
+    x, w, b = a["x"], a["w"], a["b"]
+    y = gp.matmul(x, w) + b                    # GEMM, broadcast add
+    z = gp.softmax(y * 0.5)                     # scalar op, row norm
+    s = z.sum()                                 # whole-array reduction
+    r = gp.where(a["m"], z, -z).max(axis=1)     # where, axis reduction
+    n = gp.layer_norm(gp.exp(x - 1.0))          # unary, layer norm
+    hh = gp.matmul(a["h"], a["h"]).astype("float32")   # float16 GEMM, cast
+    big = (a["big"] * 2.0 + 1.0).sum()          # large-array path, two-pass sum
+    return {"y": y, "z": z, "s": s, "r": r, "n": n, "hh": hh, "big": big,
+            "t": gp.tanh(s + r.mean())}
+
+
+def _upload(data: dict[str, np.ndarray]) -> dict[str, gp.GPUArray]:
+    return {k: gp.from_numpy(v) for k, v in data.items()}
+
+
+def _set(arrays: dict[str, gp.GPUArray], data: dict[str, np.ndarray]) -> None:
+    for k, v in data.items():
+        arrays[k][...] = gp.from_numpy(v)
+
+
+def test_replay_is_bit_identical_to_eager_runs(backend: str) -> None:
+    first, second = _inputs(0), _inputs(1)
+    eager_first = {k: v.to_numpy() for k, v in _work(_upload(first)).items()}
+    eager_second = {k: v.to_numpy() for k, v in _work(_upload(second)).items()}
+    arrays = _upload(first)
+    with gp.graph() as g:
+        out = _work(arrays)
+    assert g.captured and "ready" in repr(g)
+    g.replay()
+    for k, expected in eager_first.items():
+        np.testing.assert_array_equal(out[k].to_numpy(), expected, err_msg=k)
+    _set(arrays, second)                        # new data in the same arrays
+    g.replay()
+    for k, expected in eager_second.items():
+        np.testing.assert_array_equal(out[k].to_numpy(), expected, err_msg=k)
+    g.close()
+    g.close()  # idempotent
+    assert not g.captured
+
+
+def test_capture_runs_nothing_until_replayed(backend: str) -> None:
+    x = gp.from_numpy(np.arange(8, dtype=np.float32))
+    y = gp.zeros(8)
+    with gp.graph() as g:
+        y += x * 3.0                            # in place: an array from outside the graph
+    np.testing.assert_array_equal(y.to_numpy(), np.zeros(8, np.float32))
+    g.replay()
+    g.replay()
+    np.testing.assert_array_equal(y.to_numpy(), np.arange(8, dtype=np.float32) * 6)
+
+
+def test_replay_on_a_given_stream_orders_with_its_work(backend: str) -> None:
+    x = gp.from_numpy(np.ones(1000, np.float32))
+    with gp.graph() as g:
+        y = x + 1.0
+    s = gp.Stream()
+    with s:
+        x[...] = 5.0                            # enqueued on s before the replay
+    g.replay(stream=s)
+    with s:
+        z = y * 2.0                             # after the replay on s
+    np.testing.assert_array_equal(z.to_numpy(), np.full(1000, 12, np.float32))
+
+
+@pytest.mark.parametrize("what", ["to_numpy", "item", "print", "synchronize",
+                                  "stream_sync", "from_numpy"])
+def test_what_cannot_be_captured_raises_and_abandons_the_capture(
+        backend: str, what: str, capsys: pytest.CaptureFixture[str]) -> None:
+    x = gp.from_numpy(np.arange(4, dtype=np.float32))
+    actions: dict[str, Callable[[], object]] = {
+        "to_numpy": lambda: (x + 1.0).to_numpy(),
+        "item": lambda: x.sum().item(),
+        "print": lambda: print(x * 2.0),
+        "synchronize": gp.synchronize,
+        "stream_sync": lambda: gp.current_stream().synchronize(),
+        "from_numpy": lambda: gp.from_numpy(np.ones(3, np.float32)),
+    }
+    g = gp.graph()
+    with pytest.raises(gp.GraphCaptureError, match="cannot be captured"), g:
+        actions[what]()
+    assert not g.captured
+    with pytest.raises(RuntimeError, match="closed"):
+        g.replay()
+    np.testing.assert_array_equal((x + 1.0).to_numpy(), np.arange(1, 5, dtype=np.float32))
+
+
+def test_misuse_is_refused(backend: str) -> None:
+    g = gp.graph()
+    with pytest.raises(RuntimeError, match="new"):
+        g.replay()
+    with g, pytest.raises(gp.GraphCaptureError, match="inside another"), gp.graph():
+        pass
+    with pytest.raises(RuntimeError, match="captures once"), g:
+        pass
+
+
+def test_inputs_stay_alive_and_memory_returns(backend: str) -> None:
+    gc.collect()
+    base = gp.memory_allocated()
+    x = gp.from_numpy(np.arange(4096, dtype=np.float32) / 4096)
+    with gp.graph() as g:
+        t = x * 2.0                             # a temporary, freed during the capture
+        y = gp.exp(t) + t
+        del t
+    del x                                       # the graph keeps x's memory
+    gc.collect()
+    g.replay()
+    t_h = np.arange(4096, dtype=np.float32) / 4096 * 2
+    np.testing.assert_allclose(y.to_numpy(), np.exp(t_h) + t_h, rtol=1e-6)
+    g.close()
+    del g, y
+    gc.collect()
+    assert gp.memory_allocated() == base
+
+
+@pytest.mark.gpu
+@pytest.mark.jit
+def test_jit_launches_are_captured() -> None:
+    if not gp.is_cuda_available() or not gp.is_nvrtc_available():
+        pytest.skip("needs the CUDA backend and pygpukit[jit]")
+    kernel = gp.jit(JIT_SRC, func="axpb")
+    x = gp.from_numpy(np.arange(1000, dtype=np.float32))
+    y = gp.empty(1000)
+    with gp.graph() as g:
+        kernel(y, x, a=2.0, b=1.0, n=1000)
+        z = y.sum()
+    g.replay()
+    expected = np.arange(1000, dtype=np.float32) * 2 + 1
+    np.testing.assert_array_equal(y.to_numpy(), expected)
+    assert z.item() == pytest.approx(float(expected.sum()), rel=1e-6)
