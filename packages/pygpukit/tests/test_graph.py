@@ -163,3 +163,13 @@ def test_jit_launches_are_captured() -> None:
     expected = np.arange(1000, dtype=np.float32) * 2 + 1
     np.testing.assert_array_equal(y.to_numpy(), expected)
     assert z.item() == pytest.approx(float(expected.sum()), rel=1e-6)
+
+
+def test_every_pygpukit_error_has_the_one_root() -> None:
+    for error in (gp.OutOfMemoryError, gp.PartitionMemoryError, gp.BackendUnavailableError,
+                  gp.AdmissionError, gp.GraphCaptureError, gp.KernelLaunchError):
+        assert issubclass(error, gp.PyGPUkitError), error
+    assert issubclass(gp.OutOfMemoryError, MemoryError)
+    assert issubclass(gp.GraphCaptureError, RuntimeError)
+    with pytest.raises(gp.PyGPUkitError), gp.graph():
+        gp.synchronize()

@@ -24,7 +24,6 @@ from pygpukit._versions import check_siblings
 check_siblings(__version__)
 
 from pygpukit import _ops  # noqa: E402
-from pygpukit._allocator import OutOfMemoryError  # noqa: E402
 from pygpukit._array import GPUArray  # noqa: E402
 from pygpukit._creation import (  # noqa: E402
     arange,
@@ -63,7 +62,9 @@ from pygpukit._errors import (  # noqa: E402
     BackendUnavailableError,
     GraphCaptureError,
     KernelLaunchError,
+    OutOfMemoryError,
     PartitionMemoryError,
+    PyGPUkitError,
 )
 from pygpukit._graph import Graph, graph  # noqa: E402
 from pygpukit._jit import BoundLaunch, JITKernel, JITModule, jit  # noqa: E402
@@ -135,6 +136,7 @@ __all__ = [
     "OutOfMemoryError",
     "Partition",
     "PartitionMemoryError",
+    "PyGPUkitError",
     "Stream",
     "Task",
     "__version__",

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pygpukit._errors import OutOfMemoryError
+
 SMALL_LIMIT = 1 << 20
 LARGE_GRANULE = 2 << 20
 MIN_BLOCK = 512
@@ -106,10 +108,6 @@ class Charger(Protocol):
     def freed(self, owner: Any, size: int) -> None:
         """A live block of ``owner`` was freed into the cache (it stays charged)."""
         ...
-
-
-class OutOfMemoryError(MemoryError):
-    """A device allocation failed even after the cache was emptied; the message has the stats."""
 
 
 class Block:

@@ -13,6 +13,7 @@ from pygpukit._dtypes import normalize_dtype
 
 if TYPE_CHECKING:
     from pygpukit._allocator import Block
+    from pygpukit._backend import Runtime
     from pygpukit._device import Device
     from pygpukit._stream import Stream
 
@@ -68,7 +69,9 @@ class GPUArray:
     __array_ufunc__ = None
     __array_priority__ = 100
 
-    def __init__(self, runtime: Any, block: Block, offset: int, shape: tuple[int, ...],
+    _rt: Runtime
+
+    def __init__(self, runtime: Runtime, block: Block, offset: int, shape: tuple[int, ...],
                  strides: tuple[int, ...], dtype: np.dtype[Any],
                  contiguous: bool | None = None) -> None:
         self._rt = runtime

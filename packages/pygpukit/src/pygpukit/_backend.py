@@ -13,10 +13,81 @@ from typing import TYPE_CHECKING, Protocol
 from pygpukit._errors import BackendUnavailableError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    import numpy as np
+
+    from pygpukit._allocator import CachingAllocator
+    from pygpukit._array import GPUArray
+    from pygpukit._stream import Stream
 
 ENV_BACKEND = "PYGPUKIT_BACKEND"
 _CHOICES = ("auto", "cuda", "cpu")
+
+
+class Runtime(Protocol):
+    """One device of a backend: what the array, ops, graph and partition layers call.
+
+    Implemented by ``_cuda_backend.CudaRuntime`` (the driver binding and the kernels library)
+    and ``_cpu_backend.CpuRuntime`` (NumPy).  Arrays are validated and laid out by the callers;
+    every method that enqueues work takes the stream last and returns without waiting.
+    """
+
+    index: int
+    name: str
+    compute_capability: tuple[int, int]
+    total_memory: int
+    allocator: CachingAllocator
+    default_stream: Stream
+    #: Small-array kernels by name (``ew_f32``, ``reduce_f32``, ...): prepared launches taking
+    #: ``(grid_x, stream_handle, *args)``; empty where there are none (the CPU simulation).
+    small: dict[str, Callable[..., None]]
+
+    def describe(self) -> str:
+        """Name the device, e.g. ``"cuda:0 (NVIDIA H200, sm_90)"``."""
+        ...
+
+    def activate(self) -> None:
+        """Make the device current on the calling thread."""
+        ...
+
+    # streams, events, graphs
+    def new_stream(self, priority: int, non_blocking: bool) -> Any: ...
+    def new_event(self, timing: bool) -> Any: ...
+    def stream_wait_event(self, stream: Any, event: Any) -> None: ...
+    def priority_range(self) -> tuple[int, int]: ...
+    def synchronize(self) -> None: ...
+    def new_pool(self) -> CachingAllocator: ...
+    def capture_begin(self, stream: Stream) -> None: ...
+    def capture_end(self, stream: Stream) -> Any: ...
+    def capture_abort(self, stream: Stream) -> None: ...
+
+    # data movement
+    def upload(self, dst: GPUArray, host: memoryview, stream: Stream) -> None: ...
+    def download(self, src: GPUArray, host: memoryview, stream: Stream) -> None: ...
+    def copy(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None: ...
+    def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None: ...
+    def fill(self, dst: GPUArray, value: Any, stream: Stream) -> None: ...
+    def arange(self, dst: GPUArray, start: Any, step: Any, stream: Stream) -> None: ...
+    def linspace(self, dst: GPUArray, start: float, stop: float, endpoint: bool,
+                 stream: Stream) -> None: ...
+
+    # math (op codes from pygpukit._optable)
+    def binary(self, op: int, a: GPUArray | None, b: GPUArray | None, scalar: Any,
+               out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None: ...
+    def unary(self, op: int, x: GPUArray, out: GPUArray, compute: np.dtype[Any],
+              stream: Stream) -> None: ...
+    def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
+              b_scalar: Any, out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None: ...
+    def reduce(self, op: int, x: GPUArray, nred_dims: int, out: GPUArray,
+               compute: np.dtype[Any], ddof: float, workspace: GPUArray | None, chunks: int,
+               stream: Stream) -> None: ...
+    def row_norm(self, op: int, x: GPUArray, weight: GPUArray | None, bias: GPUArray | None,
+                 eps: float, out: GPUArray, stream: Stream) -> None: ...
+    def gemm(self, a: GPUArray, b: GPUArray, c: GPUArray, b_col_major: bool,
+             bias: GPUArray | None, activation: int, precision: int, stream: Stream) -> None: ...
+    def gemm_last_kernel(self) -> str: ...
 
 
 class Backend(Protocol):
@@ -32,7 +103,7 @@ class Backend(Protocol):
         """Number of devices."""
         ...
 
-    def runtime(self, index: int) -> Any:
+    def runtime(self, index: int) -> Runtime:
         """The runtime of device ``index`` (created on first use); ValueError if no such device."""
         ...
 

@@ -1,11 +1,26 @@
-"""Exceptions of the pygpukit package (driver errors are re-exported from pygpukit_driver)."""
+"""Exceptions of the pygpukit package (driver errors are re-exported from pygpukit_driver).
+
+Every exception pygpukit raises of its own derives from :class:`PyGPUkitError`, and also from
+the built-in class users already catch for that kind of failure (``MemoryError`` for memory,
+``RuntimeError`` for the rest).
+"""
 
 from __future__ import annotations
 
-from pygpukit._allocator import OutOfMemoryError
+
+class PyGPUkitError(Exception):
+    """The root of pygpukit's own exceptions: ``except gp.PyGPUkitError`` catches them all.
+
+    Argument errors are the built-in ``TypeError`` / ``ValueError`` / ``IndexError``, as in
+    NumPy; errors of the CUDA driver are ``pygpukit.CudaError`` (from ``pygpukit_driver``).
+    """
 
 
-class BackendUnavailableError(RuntimeError):
+class OutOfMemoryError(PyGPUkitError, MemoryError):
+    """A device allocation failed even after the cache was emptied; the message has the stats."""
+
+
+class BackendUnavailableError(PyGPUkitError, RuntimeError):
     """The backend asked for (``PYGPUKIT_BACKEND``) cannot be used here; the message says why."""
 
 
@@ -36,7 +51,7 @@ class PartitionMemoryError(OutOfMemoryError):
         self.requested = requested
 
 
-class AdmissionError(RuntimeError):
+class AdmissionError(PyGPUkitError, RuntimeError):
     """A task (``with partition.task(memory=...)``) was not admitted by the scheduler.
 
     Attributes
@@ -50,7 +65,7 @@ class AdmissionError(RuntimeError):
         self.reason = reason
 
 
-class GraphCaptureError(RuntimeError):
+class GraphCaptureError(PyGPUkitError, RuntimeError):
     """An operation that cannot be recorded in a CUDA graph was called during a capture.
 
     Host reads (``to_numpy``, ``item``, ``print``), synchronizations, host-to-device uploads
@@ -59,7 +74,7 @@ class GraphCaptureError(RuntimeError):
     """
 
 
-class KernelLaunchError(RuntimeError):
+class KernelLaunchError(PyGPUkitError, RuntimeError):
     """A precompiled kernel could not be launched.
 
     Attributes

@@ -126,7 +126,7 @@ def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
     source = array if array.is_contiguous() else array.copy()
     host = np.empty(array.shape, array.dtype)
     if host.nbytes:
-        stream = source._block.writer
+        stream: Stream = source._block.writer  # type: ignore[assignment]
         array._rt.download(source, host.reshape(-1).view(np.uint8).data, stream)
     return host
 
