@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygpukit import _context
 from pygpukit._backend import get_backend
+
+if TYPE_CHECKING:
+    from pygpukit._backend import Runtime
 
 
 def device_count() -> int:
@@ -14,7 +17,7 @@ def device_count() -> int:
     return get_backend().device_count()
 
 
-def runtime_for(device: Any) -> Any:
+def runtime_for(device: Any) -> Runtime:
     """The per-device runtime for a device index, a :class:`Device`, or ``None`` (current)."""
     backend = get_backend()
     if device is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, touch
 from pygpukit_kernels import Activation
 from pygpukit_kernels import Precision as KPrecision
+
+if TYPE_CHECKING:
+    from pygpukit._backend import Runtime
 
 Precision = Literal["highest", "tf32"]
 
@@ -291,7 +294,7 @@ def _apply_activation(x: GPUArray, activation: str) -> None:
     unary(kernel, x, x)
 
 
-def _launch(op: str, runtime: Any, a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None,
+def _launch(op: str, runtime: Runtime, a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None,
             activation: str | None, precision: Precision, batch: tuple[int, ...],
             stream: Any) -> None:
     """Enqueue the kernels for C = act(A @ B + bias), batch dims broadcast."""

@@ -11,7 +11,7 @@ shape.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from pygpukit._optable import (
 )
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, touch
+
+if TYPE_CHECKING:
+    from pygpukit._backend import Runtime
 
 _LOGICAL = {"logical_and", "logical_or", "logical_xor"}
 _FLOATS = (float16, bfloat16, float32, float64)
@@ -59,7 +62,7 @@ def _scalar_value(name: str, value: Any, loop: np.dtype[Any]) -> np.generic:
 
 
 def _check_out(name: str, out: Any, shape: tuple[int, ...], result: np.dtype[Any],
-               runtime: Any) -> None:
+               runtime: Runtime) -> None:
     if not isinstance(out, GPUArray):
         raise TypeError(f"{name}: out must be a GPUArray; got {type(out).__name__}")
     if out.shape != shape:
@@ -85,7 +88,7 @@ def _needs_staging(out: GPUArray, *inputs: GPUArray) -> bool:
 
 
 def _finish(name: str, out: GPUArray | None, shape: tuple[int, ...], result: np.dtype[Any],
-            runtime: Any, inputs: tuple[GPUArray, ...]) -> tuple[GPUArray, GPUArray | None]:
+            runtime: Runtime, inputs: tuple[GPUArray, ...]) -> tuple[GPUArray, GPUArray | None]:
     """Pick the array the kernel writes: ``out`` itself, or a temporary copied into it."""
     stream = stream_for_runtime(runtime)
     if out is None:

@@ -18,7 +18,7 @@ def memory_stats(device: Any = None) -> dict[str, int]:
     ``num_allocs``, ``num_frees``, ``num_cache_hits``, ``num_device_allocs``,
     ``num_device_frees``, ``num_alloc_retries``, ``num_ooms``.
     """
-    return runtime_for(device).allocator.stats()  # type: ignore[no-any-return]
+    return runtime_for(device).allocator.stats()
 
 
 def memory_allocated(device: Any = None) -> int:
@@ -36,7 +36,7 @@ def empty_cache(device: Any = None) -> int:
 
     Waits for the streams whose cached blocks are released (their kernels may still read them).
     """
-    return runtime_for(device).allocator.empty_cache()  # type: ignore[no-any-return]
+    return runtime_for(device).allocator.empty_cache()
 
 
 def set_memory_limit(nbytes: int | None, device: Any = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +15,9 @@ from pygpukit._math import binary, reduce, unary, where
 from pygpukit._optable import ROW_NORMS
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import copy_into, empty_on, touch
+
+if TYPE_CHECKING:
+    from pygpukit._backend import Runtime
 
 
 def add(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
@@ -201,7 +204,7 @@ __all__ = [
 
 
 def _affine(name: str, what: str, value: Any, cols: int, compute: np.dtype[Any],
-            runtime: Any) -> GPUArray | None:
+            runtime: Runtime) -> GPUArray | None:
     """``weight`` / ``bias`` as a 1-D view of ``cols`` elements of the compute dtype."""
     from pygpukit._math import _broadcast
 

@@ -8,9 +8,12 @@ by PyGPUkit) unless a ``with stream:`` block says otherwise, per thread.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygpukit import _context
+
+if TYPE_CHECKING:
+    from pygpukit._backend import Runtime
 
 
 class Stream:
@@ -47,7 +50,7 @@ class Stream:
         runtime = runtime_for(device)
         self._init(runtime, runtime.new_stream(int(priority), bool(non_blocking)), int(priority))
 
-    def _init(self, runtime: Any, impl: Any, priority: int) -> None:
+    def _init(self, runtime: Runtime, impl: Any, priority: int) -> None:
         self._runtime, self._impl, self.priority = runtime, impl, priority
         self._handle = int(impl.handle)  # fixed for the stream's life: read once
         self._before_launch = None
@@ -59,7 +62,7 @@ class Stream:
         self._recorded: list[Any] | None = None
 
     @classmethod
-    def _wrap(cls, runtime: Any, impl: Any, priority: int) -> Stream:
+    def _wrap(cls, runtime: Runtime, impl: Any, priority: int) -> Stream:
         stream = cls.__new__(cls)
         stream._init(runtime, impl, priority)
         return stream
@@ -158,7 +161,7 @@ class Event:
         return float(self._impl.elapsed_time(end._impl))
 
 
-def stream_for_runtime(runtime: Any) -> Stream:
+def stream_for_runtime(runtime: Runtime) -> Stream:
     """The calling thread's current stream on a device runtime (the hot path of every op)."""
     stack = _context.state.streams.get(runtime.index)
     if stack:

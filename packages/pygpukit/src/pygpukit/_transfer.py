@@ -7,7 +7,7 @@ on each block it touches (for the allocator's cross-stream safety and for :meth:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from pygpukit._array import GPUArray
 from pygpukit._dtypes import normalize_dtype
 from pygpukit._stream import Stream
 from pygpukit._stream import stream_for_runtime as _stream_of
+
+if TYPE_CHECKING:
+    from pygpukit._backend import Runtime
 
 
 def touch(stream: Stream, *arrays: GPUArray, written: GPUArray | None = None) -> None:
@@ -35,7 +38,7 @@ def touch(stream: Stream, *arrays: GPUArray, written: GPUArray | None = None) ->
                 keep.append(written._block)
 
 
-def empty_on(runtime: Any, shape: tuple[int, ...], dtype: np.dtype[Any],
+def empty_on(runtime: Runtime, shape: tuple[int, ...], dtype: np.dtype[Any],
              stream: Stream | None = None) -> GPUArray:
     """A new C-contiguous array on ``runtime``'s device, allocated for ``stream``."""
     stream = stream if stream is not None else _stream_of(runtime)
@@ -108,7 +111,7 @@ def assign(dst: GPUArray, value: Any) -> None:
         copy_into(upload(dst._rt, host), dst)
 
 
-def upload(runtime: Any, host: np.ndarray[Any, Any]) -> GPUArray:
+def upload(runtime: Runtime, host: np.ndarray[Any, Any]) -> GPUArray:
     """Copy a NumPy array (any layout, supported dtype) to a new array on ``runtime``."""
     dtype = normalize_dtype(host.dtype, argument="array.dtype")
     if not host.flags.c_contiguous:
