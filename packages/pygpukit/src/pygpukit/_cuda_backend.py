@@ -154,9 +154,9 @@ class CudaRuntime:
         return CachingAllocator(_RawDeviceMemory(self), self.describe)
 
     def capture_begin(self, stream: Stream) -> None:
-        """Start capturing ``stream``'s work (thread-local mode: other threads run freely)."""
+        """Start capturing ``stream``'s work (other threads' work goes on unaffected)."""
         self.activate()
-        drv.stream_begin_capture(stream.handle, _CAPTURE_MODE_THREAD_LOCAL)
+        drv.stream_begin_capture(stream.handle, _CAPTURE_MODE_RELAXED)
 
     def capture_end(self, stream: Stream) -> Any:
         """End the capture; return the instantiated graph (``launch(handle)``, ``close()``)."""
@@ -335,9 +335,12 @@ class CudaRuntime:
         drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.launch_handle())
 
 
-# CUstreamCaptureMode: unsafe calls (synchronizations...) are refused on the capturing thread
-# only, so other threads' work goes on during a capture.
-_CAPTURE_MODE_THREAD_LOCAL = 1
+# CUstreamCaptureMode RELAXED: the graph's private pool calls cuMemAlloc during a capture (which
+# the stricter modes count as unsafe and would end the capture: PyTorch's allocator relaxes the
+# mode around cudaMalloc for the same reason); pool memory is never freed while the graph lives.
+# The calls that really cannot be captured (host reads, synchronizations, uploads, copies
+# between devices) are refused before they reach the driver (_context.refuse_in_capture).
+_CAPTURE_MODE_RELAXED = 2
 
 # pgk_gemm_desc packed by struct (far cheaper than setting ctypes fields one by one).
 _GEMM_FORMAT = struct.Struct("=4q4iQqqQqqQqqQ")  # pointers as uint64 (x86-64, aarch64)
