@@ -69,6 +69,20 @@ def _empty(rt: Any, shape: tuple[int, ...], dtype: np.dtype[Any], n: int,
     return GPUArray(rt, block, 0, shape, _layout.c_strides(shape, dtype.itemsize), dtype, True)
 
 
+def _run(rt: Any, launch: Callable[..., None], args: tuple[Any, ...]) -> None:
+    """Launch; if that fails, make the device's context current and launch once more.
+
+    The small kernels' module lives in the device's primary context, which another library
+    (or a new thread, which has none) may have left not current: the first launch then fails
+    and the retry succeeds.  A real launch error fails twice and propagates.
+    """
+    try:
+        launch(*args)
+    except Exception:
+        rt.activate()
+        launch(*args)
+
+
 def _use(stream: Stream, *arrays: GPUArray) -> None:
     """Note that ``stream`` reads these arrays (the allocator's cross-stream bookkeeping)."""
     keep = stream._keep  # a graph being captured keeps what it uses alive
@@ -187,8 +201,8 @@ def binary(name: str, a: Any, b: Any) -> GPUArray | None:
     if not sb_scalar:
         _use(stream, b)
     ca, cb = plan.codes
-    launch(_grid(n), stream.launch_handle(), _KIND_BINARY, plan.op, out._block.address,
-           plan.out_code, pa, ca, 1, pb, cb, 1, 0, 0, 0, sa, sb, n)
+    _run(rt, launch, (_grid(n), stream.launch_handle(), _KIND_BINARY, plan.op, out._block.address,
+                  plan.out_code, pa, ca, 1, pb, cb, 1, 0, 0, 0, sa, sb, n))
     return out
 
 
@@ -223,9 +237,9 @@ def unary(name: str, x: Any) -> GPUArray | None:
     stream = stream_for_runtime(rt)
     out = _empty(rt, x.shape, plan.out_dtype, n, stream)
     _use(stream, x)
-    launch(_grid(n), stream.launch_handle(), _KIND_UNARY, plan.op, out._block.address,
-           plan.out_code, x._block.address + x._offset, plan.codes[0], 1, 0, 0, 0, 0, 0, 0,
-           0, 0, n)
+    _run(rt, launch, (_grid(n), stream.launch_handle(), _KIND_UNARY, plan.op, out._block.address,
+                  plan.out_code, x._block.address + x._offset, plan.codes[0], 1, 0, 0, 0, 0, 0, 0,
+                  0, 0, n))
     return out
 
 
@@ -282,9 +296,9 @@ def where(cond: Any, a: Any, b: Any) -> GPUArray | None:
     out = _empty(rt, cond.shape, plan.out_dtype, n, stream)
     _use(stream, *arrays)
     cc, ca, cb = plan.codes
-    launch(_grid(n), stream.launch_handle(), _KIND_WHERE, 0, out._block.address,
-           plan.out_code, ptrs[0], cc, 1, ptrs[1], ca, 1, ptrs[2], cb, 1, values[0],
-           values[1], n)
+    _run(rt, launch, (_grid(n), stream.launch_handle(), _KIND_WHERE, 0, out._block.address,
+                  plan.out_code, ptrs[0], cc, 1, ptrs[1], ca, 1, ptrs[2], cb, 1, values[0],
+                  values[1], n))
     return out
 
 
@@ -298,8 +312,8 @@ def astype(x: GPUArray, dtype: np.dtype[Any]) -> GPUArray | None:
     stream = stream_for_runtime(rt)
     out = _empty(rt, x.shape, dtype, n, stream)
     _use(stream, x)
-    launch(_grid(n), stream.launch_handle(), out._block.address, kernel_code(dtype),
-           x._block.address + x._offset, kernel_code(x.dtype), 1, n)
+    _run(rt, launch, (_grid(n), stream.launch_handle(), out._block.address, kernel_code(dtype),
+                  x._block.address + x._offset, kernel_code(x.dtype), 1, n))
     return out
 
 
@@ -330,8 +344,8 @@ def reduce_all(name: str, x: Any, keepdims: bool, ddof: float) -> GPUArray | Non
     stream = stream_for_runtime(rt)
     out = _empty(rt, shape, result, 1, stream)
     _use(stream, x)
-    launch(1, stream.launch_handle(), op, x._block.address + x._offset, in_code, n,
-           out._block.address, kernel_code(result), float(ddof))
+    _run(rt, launch, (1, stream.launch_handle(), op, x._block.address + x._offset, in_code, n,
+                  out._block.address, kernel_code(result), float(ddof)))
     return out
 
 
@@ -360,6 +374,6 @@ def row_norm(op: int, x: GPUArray, weight: GPUArray | None, bias: GPUArray | Non
     stream = stream_for_runtime(rt)
     out = _empty(rt, x.shape, x.dtype, rows * cols, stream)
     _use(stream, x, *(v for v in (weight, bias) if v is not None))
-    launch(rows, stream.launch_handle(), op, x._block.address + x._offset,
-           kernel_code(x.dtype), cols, out._block.address, ptrs[0], ptrs[1], float(eps))
+    _run(rt, launch, (rows, stream.launch_handle(), op, x._block.address + x._offset,
+                  kernel_code(x.dtype), cols, out._block.address, ptrs[0], ptrs[1], float(eps)))
     return out
