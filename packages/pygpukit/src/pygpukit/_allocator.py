@@ -314,13 +314,24 @@ class CachingAllocator:
         """Return a block of at least ``nbytes`` usable by work on ``stream``."""
         size = size_class(nbytes)
         with self._lock:
-            self._drain_released()
+            if self._released:
+                self._drain_released()
             stats = self._stats
             cached = self._cache.get((stream, size))
             if not cached and self._pending:
                 self._process_pending()
                 cached = self._cache.get((stream, size))
             charger = self.charger
+            if cached and charger is None:  # the common case (every small op): kept short
+                address, payload = cached.pop()
+                stats["num_cache_hits"] += 1
+                stats["num_allocs"] += 1
+                allocated = stats["allocated_bytes"] + size
+                stats["allocated_bytes"] = allocated
+                stats["active_bytes"] += size
+                if allocated > stats["peak_allocated_bytes"]:
+                    stats["peak_allocated_bytes"] = allocated
+                return Block(self, address, payload, size, stream)
             owner = charger.owner() if charger is not None else None
             if cached:
                 address, payload = cached.pop()

@@ -35,6 +35,7 @@ class _Hooks:
     cuda_array_interface: Callable[[GPUArray], dict[str, Any]]
     matmul: Callable[..., GPUArray]
     binary: Callable[..., GPUArray]
+    small_binary: Callable[[str, Any, Any], GPUArray | None]
     unary: Callable[[str, GPUArray], GPUArray]
     reduce: Callable[..., GPUArray]
 
@@ -498,6 +499,8 @@ _OPERAND_TYPES = (GPUArray, bool, int, float, np.generic)
 
 def _binop(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUArray:
     """An operator: NotImplemented for operands it does not take (Python then tries the other)."""
+    if out is None and (fast := hooks.small_binary(name, a, b)) is not None:
+        return fast
     if not isinstance(a, _OPERAND_TYPES) or not isinstance(b, _OPERAND_TYPES):
         return NotImplemented  # type: ignore[no-any-return]
     return hooks.binary(name, a, b, out)

@@ -17,8 +17,9 @@ synchronization, an upload from host memory, a copy between devices — raises
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
-from collections.abc import Iterable
+from collections import deque
 from typing import Any
 
 from pygpukit import _context
@@ -27,13 +28,15 @@ from pygpukit._errors import GraphCaptureError
 from pygpukit._stream import Event, Stream, stream_for_runtime
 
 
-def _free_released(raw: Any, released: Iterable[tuple[Any, ...]]) -> None:
-    """Give the device the blocks a dead graph pool still held (its finalizer)."""
-    for address, payload, *_ in list(released):
-        try:
-            raw.free(address, payload)
-        except Exception:
-            return
+def _free_released(raw: Any, released: deque[tuple[Any, ...]]) -> None:
+    """Give the device the blocks a dead graph pool still held (the pool's finalizer).
+
+    Blocks freed after the graph was closed wait in the pool's release queue, which nothing
+    drains once the pool is unreachable: they are taken off it here and freed.
+    """
+    while released:
+        address, payload, *_ = released.popleft()
+        raw.free(address, payload)
 
 
 class Graph:
@@ -71,7 +74,9 @@ class Graph:
         stream = Stream._wrap(rt, rt.new_stream(0, True), 0)
         pool = rt.new_pool()
         # The pool's blocks that outlive the graph go back to the device when the last one dies.
-        weakref.finalize(pool, _free_released, pool._raw, pool._released)
+        # Not at interpreter exit: the process's memory goes with it, and the driver may be
+        # torn down before the finalizer would run.
+        weakref.finalize(pool, _free_released, pool._raw, pool._released).atexit = False
         stream._pool = pool
         stream._keep = self._keep
         self._stream = stream
@@ -164,7 +169,8 @@ class Graph:
         self._state = "closed"
 
     def __del__(self) -> None:
-        if self._state == "ready":
+        # At interpreter exit the driver may be gone before this runs; the memory goes anyway.
+        if self._state == "ready" and not sys.is_finalizing():
             self.close()
 
     def __repr__(self) -> str:

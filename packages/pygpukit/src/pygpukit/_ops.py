@@ -374,6 +374,7 @@ def _attach_hooks() -> None:
     hooks.cuda_array_interface = _dlpack.cuda_array_interface
     hooks.matmul = _linalg.matmul
     hooks.binary = binary
+    hooks.small_binary = _small.binary
     hooks.unary = unary
     hooks.reduce = reduce
 
