@@ -287,6 +287,9 @@ class JITKernel:
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:
+        if (grid is None and block is None and stream is None and not shared_mem
+                and self._call_fast(args, kwargs)):
+            return
         launcher, values, target, _ = self._prepare(args, kwargs, grid, block, shared_mem,
                                                     stream)
         if self._context_handle is None or self._current_context() != self._context_handle:
@@ -298,6 +301,52 @@ class JITKernel:
         except (TypeError, ValueError, OverflowError) as exc:
             self._explain(exc, args, kwargs)
             raise
+
+    def _call_fast(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Launch the common call in one pass, or return False.
+
+        The common call: every parameter given once, arrays of this device, the grid from the
+        size parameter, the current stream.  False when it is not that call, or when anything
+        is off: :meth:`__call__` then takes the checking path, which also raises the errors.
+        """
+        n = len(args)
+        size_index = self._size_index
+        if n + len(kwargs) != self._nparams or size_index is None or self._converts:
+            return False
+        if kwargs:
+            try:
+                values = [*args, *map(kwargs.__getitem__, self._names[n:])]
+            except KeyError:
+                return False
+        else:
+            values = list(args)
+        runtime = self._runtime
+        target = stream_for_runtime(runtime)
+        for i, _, pointee, writable in self._pointers:
+            value = values[i]
+            if (type(value) is not GPUArray or value._rt is not runtime
+                    or (pointee is not None and value.dtype != pointee)):
+                return False
+            block = value._block
+            if block.stream is not target or (writable and block.writer is not target):
+                touch(target, value, written=value if writable else None)
+            values[i] = block.address + value._offset
+        size = values[size_index]
+        if type(size) is not int or size < 0:
+            return False
+        if self._context_handle is None or self._current_context() != self._context_handle:
+            runtime.activate()
+        if target._before_launch is not None:  # the stream's before-launch hook (pacing)
+            target._before_launch()
+        key = (max(1, -(-size // self.block_size)), self.block_size, 0, target)
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            launcher = self._launcher(key)
+        try:
+            launcher(*values)
+        except (TypeError, ValueError, OverflowError):
+            return False  # the checking path raises, naming the parameter
+        return True
 
     def bind(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
              stream: Any = None, **kwargs: Any) -> BoundLaunch:

@@ -238,6 +238,9 @@ def _row_norm(name: str, x: Any, axis: int, weight: Any = None, bias: Any = None
     from pygpukit import _layout
     from pygpukit._math import math_prod
 
+    if ((axis == -1 or (type(x) is GPUArray and axis == x.ndim - 1))
+            and (fast := _small.row_norm(ROW_NORMS[name], x, weight, bias, eps)) is not None):
+        return fast
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
     if x.dtype not in (float16, bfloat16, float32, float64):
@@ -256,8 +259,6 @@ def _row_norm(name: str, x: Any, axis: int, weight: Any = None, bias: Any = None
     compute = float64 if x.dtype == float64 else float32
     w = _affine(name, "weight", weight, cols, compute, runtime)
     b = _affine(name, "bias", bias, cols, compute, runtime)
-    if ax == last and (fast := _small.row_norm(ROW_NORMS[name], x, w, b, eps)) is not None:
-        return fast
     stream = stream_for_runtime(runtime)
     x2 = view.reshape(rows, cols)  # a view when the leading dims merge, else a copy
     out = empty_on(runtime, (rows, cols), x.dtype, stream)

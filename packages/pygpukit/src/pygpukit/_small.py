@@ -249,23 +249,25 @@ def unary(name: str, x: Any) -> GPUArray | None:
     """``name(x)`` for a contiguous array."""
     if type(x) is not GPUArray:
         return None
-    try:
-        plan = _PLANS[(name, x.dtype)]
-    except KeyError:
+    plan = _PLANS.get((name, x.dtype), _MISSING)
+    if plan is _MISSING:
         plan = _unary_plan(name, x.dtype)
     if plan is None:
         return None
     rt = x._rt
     launch = rt.small.get(plan.slot)
-    n = math.prod(x.shape)
-    if launch is None or not x._contig or n > EW_MAX or n == 0:
+    shape = x.shape
+    n = math.prod(shape)
+    if launch is None or not x._contig or n > EW_MAX or not n:
         return None
     stream = stream_for_runtime(rt)
-    out = _empty(rt, x.shape, plan.out_dtype, n, stream)
-    _use(stream, x)
-    _run(rt, launch, (_grid(n), stream.launch_handle(), _KIND_UNARY, plan.op, out._block.address,
-                  plan.out_code, x._block.address + x._offset, plan.codes[0], 1, 0, 0, 0, 0, 0, 0,
-                  0, 0, n))
+    out = _empty(rt, shape, plan.out_dtype, n, stream)
+    blk = x._block
+    if blk.stream is not stream:
+        _use(stream, x)
+    _run(rt, launch, (n + 255 >> 8 if n < 262144 else _GRID_MAX, stream.launch_handle(),
+                      _KIND_UNARY, plan.op, out._block.address, plan.out_code,
+                      blk.address + x._offset, plan.codes[0], 1, 0, 0, 0, 0, 0, 0, 0, 0, n))
     return out
 
 
@@ -344,62 +346,70 @@ def astype(x: GPUArray, dtype: np.dtype[Any]) -> GPUArray | None:
 
 
 _REDUCE_SLOTS = {float32: "reduce_f32", float64: "reduce_f64", int64: "reduce_i64"}
-_REDUCE_PLANS: dict[tuple[str, np.dtype[Any]], tuple[np.dtype[Any], str, int, int]] = {}
+_REDUCE_PLANS: dict[tuple[str, np.dtype[Any]],
+                    tuple[np.dtype[Any], str, int, int, int]] = {}
 
 
 def reduce_all(name: str, x: Any, keepdims: bool, ddof: float) -> GPUArray | None:
     """A whole-array reduction (``axis=None``) of a contiguous ``x``."""
     if type(x) is not GPUArray:
         return None
-    try:
-        result, slot, op, in_code = _REDUCE_PLANS[(name, x.dtype)]
-    except KeyError:
+    plan = _REDUCE_PLANS.get((name, x.dtype))
+    if plan is None:
         try:
             result, compute = reduce_dtypes(name, x.dtype)
         except TypeError:
             return None  # the general path raises
-        slot = _REDUCE_SLOTS[compute]
-        op, in_code = REDUCE_OPS[name], kernel_code(x.dtype)
-        _REDUCE_PLANS[(name, x.dtype)] = result, slot, op, in_code
+        plan = _REDUCE_PLANS[(name, x.dtype)] = (
+            result, _REDUCE_SLOTS[compute], REDUCE_OPS[name], kernel_code(x.dtype),
+            kernel_code(result))
+    result, slot, op, in_code, out_code = plan
     rt = x._rt
     launch = rt.small.get(slot)
     n = math.prod(x.shape)
-    if launch is None or not x._contig or n > REDUCE_MAX or n == 0:
+    if launch is None or not x._contig or n > REDUCE_MAX or not n:
         return None
-    shape = (1,) * x.ndim if keepdims else ()
     stream = stream_for_runtime(rt)
-    out = _empty(rt, shape, result, 1, stream)
-    _use(stream, x)
-    _run(rt, launch, (1, stream.launch_handle(), op, x._block.address + x._offset, in_code, n,
-                  out._block.address, kernel_code(result), float(ddof)))
+    out = _empty(rt, (1,) * x.ndim if keepdims else (), result, 1, stream)
+    blk = x._block
+    if blk.stream is not stream:
+        _use(stream, x)
+    _run(rt, launch, (1, stream.launch_handle(), op, blk.address + x._offset, in_code, n,
+                      out._block.address, out_code, float(ddof)))
     return out
 
 
-def row_norm(op: int, x: GPUArray, weight: GPUArray | None, bias: GPUArray | None,
-             eps: float) -> GPUArray | None:
-    """Row-wise normalization ``op`` over the last axis of a contiguous ``x``.
+_NORM_DTYPES = (float16, bfloat16, float32, float64)
 
-    ``weight`` / ``bias``: None, or contiguous 1-D arrays of the row length in the compute dtype
-    (the caller converts them).
+
+def row_norm(op: int, x: Any, weight: Any, bias: Any, eps: float) -> GPUArray | None:
+    """Row-wise normalization ``op`` over the last axis of a contiguous floating ``x``.
+
+    ``weight`` / ``bias``: None, or contiguous 1-D arrays of the row length in the compute
+    dtype (float32; float64 for float64 x) on x's device; anything else takes the general path
+    (which converts and broadcasts them).
     """
+    if type(x) is not GPUArray or x.dtype not in _NORM_DTYPES or not x._contig or not x.shape:
+        return None
     rt = x._rt
     compute = float64 if x.dtype == float64 else float32
     launch = rt.small.get("row_norm_f64" if compute == float64 else "row_norm_f32")
-    if launch is None or not x._contig or not x.shape:
-        return None
     cols = x.shape[-1]
     rows = math.prod(x.shape[:-1])
-    if cols > NORM_MAX_COLS or rows > NORM_MAX_ROWS or cols == 0 or rows == 0:
+    if (launch is None or cols > NORM_MAX_COLS or rows > NORM_MAX_ROWS or not cols or not rows
+            or type(eps) not in (int, float) or not eps >= 0.0):
         return None
     ptrs = [0, 0]
     for i, v in enumerate((weight, bias)):
         if v is not None:
-            if v.strides != (compute.itemsize,) or v._rt is not rt:
+            if (type(v) is not GPUArray or v.dtype != compute or v.shape != (cols,)
+                    or v.strides != (compute.itemsize,) or v._rt is not rt):
                 return None
             ptrs[i] = v._block.address + v._offset
     stream = stream_for_runtime(rt)
     out = _empty(rt, x.shape, x.dtype, rows * cols, stream)
     _use(stream, x, *(v for v in (weight, bias) if v is not None))
     _run(rt, launch, (rows, stream.launch_handle(), op, x._block.address + x._offset,
-                  kernel_code(x.dtype), cols, out._block.address, ptrs[0], ptrs[1], float(eps)))
+                      kernel_code(x.dtype), cols, out._block.address, ptrs[0], ptrs[1],
+                      float(eps)))
     return out
