@@ -168,9 +168,11 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, mypy --strict, cargo fmt --check and cargo clippy -D warnings."""
     session.install("ruff>=0.8", "mypy>=1.13", "numpy>=1.24", "ml_dtypes>=0.4",
-                    "cuda-pathfinder>=1.3", "pytest>=8", "nox>=2024.10")
+                    "cuda-pathfinder>=1.3", "pytest>=8", "nox>=2024.10", "import-linter>=2.1")
     session.run("ruff", "check", ".")
     session.run("mypy")
+    # The layers of pygpukit (pyproject.toml [tool.importlinter]), read from the sources.
+    session.run("lint-imports", env={"PYTHONPATH": str(ROOT / "packages" / "pygpukit" / "src")})
     session.run("python", "ci/check_versions.py")
     session.run("cargo", "fmt", "--manifest-path", str(SCHED_MANIFEST), "--all", "--", "--check",
                 external=True)

@@ -47,9 +47,10 @@ from pygpukit._stream import Stream, stream_for_runtime
 EW_MAX = 1 << 16
 #: Largest element count a one-block reduction takes (larger ones use the two-pass kernels).
 REDUCE_MAX = 1 << 14
-#: Largest row length of the one-block-per-row normalizations, and most rows.
+#: Largest row length of the one-block-per-row normalizations, and most elements in all
+#: (larger inputs take the bandwidth-tuned kernels of the C ABI).
 NORM_MAX_COLS = 4096
-NORM_MAX_ROWS = 1 << 16
+NORM_MAX_ELEMENTS = EW_MAX
 _GRID_MAX = 1024
 _KIND_BINARY, _KIND_UNARY, _KIND_WHERE = 0, 1, 2
 _INT_RANGES = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
@@ -396,7 +397,8 @@ def row_norm(op: int, x: Any, weight: Any, bias: Any, eps: float) -> GPUArray | 
     launch = rt.small.get("row_norm_f64" if compute == float64 else "row_norm_f32")
     cols = x.shape[-1]
     rows = math.prod(x.shape[:-1])
-    if (launch is None or cols > NORM_MAX_COLS or rows > NORM_MAX_ROWS or not cols or not rows
+    if (launch is None or cols > NORM_MAX_COLS or rows * cols > NORM_MAX_ELEMENTS or not cols
+            or not rows
             or type(eps) not in (int, float) or not eps >= 0.0):
         return None
     ptrs = [0, 0]
