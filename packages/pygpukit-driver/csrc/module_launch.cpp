@@ -654,7 +654,8 @@ PyObject* make_launcher_type(PyObject* module) {
     static PyMethodDef methods[] = {
         {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&launcher_launch)),
          METH_FASTCALL,
-         "launch(grid_x, stream, *args)\n--\n\nLaunch with the grid's x extent and the stream "
+         "launch($self, grid_x, stream, /, *args)\n--\n\n"
+         "Launch with the grid's x extent and the stream "
          "(raw CUstream handle) given per call; other settings as prepared."},
         {nullptr, nullptr, 0, nullptr}};
     static PyGetSetDef getset[] = {
