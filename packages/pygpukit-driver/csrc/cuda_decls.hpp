@@ -97,6 +97,7 @@ union CUlaunchAttributeValue {
     } clusterDim;
     int cooperative;
     int priority;
+    int programmaticStreamSerializationAllowed;
     int clusterSchedulingPolicyPreference;
 };
 struct CUlaunchAttribute {
@@ -194,6 +195,7 @@ constexpr unsigned int CU_MEMHOSTREGISTER_READ_ONLY = 0x8;
 constexpr CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
 constexpr CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
 constexpr CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_PRIORITY = 8;
+constexpr CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 
 // Green contexts
 constexpr CUdevResourceType CU_DEV_RESOURCE_TYPE_SM = 1;

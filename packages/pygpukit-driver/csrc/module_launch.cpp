@@ -214,12 +214,14 @@ struct PackedArgs {
     void** data() { return params.empty() ? nullptr : params.data(); }
 };
 
-// Launch attributes for cuLaunchKernelEx (at most 3: cluster, cooperative, priority).
+// Launch attributes for cuLaunchKernelEx (at most 4: cluster, cooperative, priority,
+// programmatic stream serialization).
 struct LaunchAttrs {
-    CUlaunchAttribute attrs[3];
+    CUlaunchAttribute attrs[4];
     unsigned int count = 0;
 
-    LaunchAttrs(py::handle cluster, py::handle cooperative, py::handle priority) {
+    LaunchAttrs(py::handle cluster, py::handle cooperative, py::handle priority,
+                py::handle programmatic = py::none()) {
         std::memset(attrs, 0, sizeof(attrs));
         if (!cluster.is_none()) {
             auto dims = to_dim3(cluster, "cluster");
@@ -239,6 +241,14 @@ struct LaunchAttrs {
             a.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
             a.value.priority =
                 static_cast<int>(to_int_in(priority, "priority", -0x80000000LL, 0x7FFFFFFFLL));
+        }
+        // Programmatic dependent launch (compute capability 9.0+): the kernel may start while
+        // the previous kernel of the stream finishes; it must wait for it (griddepcontrol.wait)
+        // before touching memory.
+        if (!programmatic.is_none() && PyObject_IsTrue(programmatic.ptr()) == 1) {
+            CUlaunchAttribute& a = attrs[count++];
+            a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            a.value.programmaticStreamSerializationAllowed = 1;
         }
     }
 };
@@ -307,7 +317,7 @@ struct LauncherObject {
     unsigned int shared;
     int nargs;
     char types[kMaxLauncherArgs];
-    CUlaunchAttribute attrs[3];
+    CUlaunchAttribute attrs[4];
     unsigned int nattrs;
 };
 
@@ -534,14 +544,16 @@ void launch_loop(py::handle launcher_obj, py::handle n_obj, py::args args) {
 
 PyObject* launcher_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) noexcept {
     static const char* kwlist[] = {"function", "grid", "block", "arg_types", "shared_mem",
-                                   "stream", "cluster", "cooperative", "priority", nullptr};
+                                   "stream", "cluster", "cooperative", "priority",
+                                   "programmatic", nullptr};
     PyObject *fn_obj = nullptr, *grid_obj = nullptr, *block_obj = nullptr, *types_obj = nullptr;
     PyObject *shared_obj = nullptr, *stream_obj = nullptr;
     PyObject *cluster = Py_None, *cooperative = Py_False, *priority = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOU|OO$OOO:Launcher",
+    PyObject* programmatic = Py_False;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOU|OO$OOOO:Launcher",
                                      const_cast<char**>(kwlist), &fn_obj, &grid_obj, &block_obj,
                                      &types_obj, &shared_obj, &stream_obj, &cluster, &cooperative,
-                                     &priority))
+                                     &priority, &programmatic))
         return nullptr;
     auto* self = reinterpret_cast<LauncherObject*>(type->tp_alloc(type, 0));
     if (self == nullptr) return nullptr;
@@ -586,7 +598,8 @@ PyObject* launcher_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) noe
         else
             self->raw_stream = reinterpret_cast<CUstream>(
                 static_cast<std::uintptr_t>(to_u64(stream_obj, "stream")));
-        LaunchAttrs la{py::handle(cluster), py::handle(cooperative), py::handle(priority)};
+        LaunchAttrs la{py::handle(cluster), py::handle(cooperative), py::handle(priority),
+                       py::handle(programmatic)};
         std::memcpy(self->attrs, la.attrs, sizeof(la.attrs));
         self->nattrs = la.count;
         return reinterpret_cast<PyObject*>(self);
@@ -665,11 +678,13 @@ PyObject* make_launcher_type(PyObject* module) {
         {nullptr, nullptr, nullptr, nullptr, nullptr}};
     static const char doc[] =
         "Launcher(function, grid, block, arg_types, shared_mem=0, stream=0, *, cluster=None, "
-        "cooperative=False, priority=None)\n--\n\n"
+        "cooperative=False, priority=None, programmatic=False)\n--\n\n"
         "A prepared kernel launch. arg_types has one code per parameter: P (pointer: int or "
         "None), Q/q (u64/i64), I/i (u32/i32), H/h, B/b, f (float32), d (float64), ? (bool). "
         "Calling it with the parameter values launches (cuLaunchKernel, or cuLaunchKernelEx "
-        "when cluster/cooperative/priority are given) with the GIL released.";
+        "when cluster/cooperative/priority/programmatic are given) with the GIL released. "
+        "programmatic=True allows programmatic dependent launch (sm_90+): the kernel must "
+        "execute griddepcontrol.wait before touching memory.";
     static PyType_Slot slots[] = {
         {Py_tp_new, reinterpret_cast<void*>(&launcher_new)},
         {Py_tp_dealloc, reinterpret_cast<void*>(&launcher_dealloc)},

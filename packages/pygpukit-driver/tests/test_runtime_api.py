@@ -415,7 +415,19 @@ def test_launcher_launch_takes_grid_and_stream_per_call(run: Runner) -> None:
         assert "too few" in msg(TypeError, 1)
         assert "expects 5" in msg(TypeError, 1, 0, 5)
         assert counter("fake_launch_count") == 2
-        del L; gc.collect()
+        # programmatic=True: programmatic dependent launch through cuLaunchKernelEx (sm_90+)
+        noop = m.get_function("noop")
+        Lp = drv.Launcher(noop, 1, 32, "", programmatic=True)
+        e = expect(drv.CudaUnsupportedError, Lp.launch, 3, 0)   # device 0 is sm_80
+        assert e.api == "cuLaunchKernelEx"
+        ctx1 = use_device(1)
+        m1 = drv.Module.load_data(b"FAKECUBIN")
+        Lp1 = drv.Launcher(m1.get_function("noop"), 1, 32, "", programmatic=True)
+        Lp1.launch(3, 0)
+        assert counter("fake_last_programmatic") == 1 and counter("fake_last_num_attrs") == 1
+        assert tuple((ctypes.c_uint * 3).in_dll(FAKE, "fake_last_grid")) == (3, 1, 1)
+        del L, Lp, Lp1; gc.collect()
+        m1.close(); ctx1.close()
         m.close(); s.close(); ctx.close()
         assert outstanding() == 0
         """

@@ -11,7 +11,10 @@
 // bit-identical to the large-array path).
 //
 // Every kernel is extern "C" so the driver API finds it by name; parameter lists are mirrored
-// by pygpukit's launch table (arg type strings) and checked by its tests.
+// by pygpukit's launch table (arg type strings) and checked by its tests.  Each starts with
+// pdl_enter(): on sm_90+ they are launched as programmatic dependents (the launch overlaps the
+// previous kernel's tail; in a CUDA graph the edges become programmatic), and wait there for
+// the previous kernel to finish before touching memory.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -42,6 +45,7 @@ __device__ __forceinline__ void small_ew(int kind, int op, char* out, int out_dt
                                          const char* b, int b_dt, long long b_step,
                                          const char* c, int c_dt, long long c_step, C sa, C sb,
                                          long long n) {
+  pdl_enter();  // launched as a programmatic dependent on sm_90+: wait for the previous kernel
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   const int out_size = elem_size(out_dt);
   const int a_size = a ? elem_size(a_dt) * static_cast<int>(a_step) : 0;
@@ -93,6 +97,7 @@ template <class C>
 __device__ __forceinline__ void small_reduce(int op, const char* x, int x_dt, long long n,
                                              char* out, int out_dt, double ddof) {
   __shared__ Acc<C> sh[kReduceBlock];
+  pdl_enter();
   const int acc_op = op == PGK_RED_STD ? PGK_RED_VAR : op;
   const int size = elem_size(x_dt);
   Acc<C> a = acc_identity<C>(acc_op);
@@ -145,6 +150,7 @@ template <class C>
 __device__ __forceinline__ void small_row_norm(int op, const char* x, int dt, long long cols,
                                                char* out, const C* w, const C* b, double eps) {
   __shared__ C sh[kSmallBlock];
+  pdl_enter();
   const int size = elem_size(dt);
   const char* xr = x + static_cast<long long>(blockIdx.x) * cols * size;
   char* orow = out + static_cast<long long>(blockIdx.x) * cols * size;
@@ -215,6 +221,7 @@ PGK_SMALL_EW(pgk_small_ew_i64, long long)
 extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock)
 pgk_small_cast(char* dst, int dst_dt, const char* src, int src_dt, long long step, long long n) {
   using namespace pgk;
+  pdl_enter();
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   const int ds = elem_size(dst_dt);
   const long long ss = elem_size(src_dt) * step;

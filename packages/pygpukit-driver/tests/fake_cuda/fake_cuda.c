@@ -104,6 +104,7 @@ EXPORT int fake_last_num_attrs = 0;
 EXPORT unsigned int fake_last_cluster[3];
 EXPORT int fake_last_cooperative = 0;
 EXPORT int fake_last_priority = 0;
+EXPORT int fake_last_programmatic = 0;
 EXPORT int fake_memcpy2d_calls = 0;
 EXPORT int fake_peer_copies = 0;
 
@@ -1055,7 +1056,7 @@ EXPORT CUresult cuLaunchKernelEx(const fake_launch_config* c, void* f, void** pa
     LOCK();
     fake_last_num_attrs = (int)c->nattrs;
     fake_last_cluster[0] = fake_last_cluster[1] = fake_last_cluster[2] = 0;
-    fake_last_cooperative = 0; fake_last_priority = 0;
+    fake_last_cooperative = 0; fake_last_priority = 0; fake_last_programmatic = 0;
     UNLOCK();
     for (unsigned i = 0; i < c->nattrs; ++i) {
         const fake_attr* a = &c->attrs[i];
@@ -1068,6 +1069,10 @@ EXPORT CUresult cuLaunchKernelEx(const fake_launch_config* c, void* f, void** pa
                 if (c->gx % a->v.cluster.x) return CUDA_ERROR_INVALID_VALUE;
                 break;
             case 8: fake_last_priority = a->v.i; break;
+            case 6:
+                if (dev_cc[current->device][0] < 9) return CUDA_ERROR_NOT_SUPPORTED;
+                fake_last_programmatic = a->v.i;
+                break;
             default: return CUDA_ERROR_INVALID_VALUE;
         }
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import struct
 import threading
 from collections.abc import Callable
@@ -110,9 +111,14 @@ class CudaRuntime:
         self._small_module = drv.Module.load_data(
             pygpukit_kernels.fatbin_path("small_ops").read_bytes())
         self.small: dict[str, Callable[..., None]] = {}
+        # On sm_90+ as programmatic dependents (each kernel waits in griddepcontrol.wait), as
+        # the C ABI's kernels are; PGK_TUNE_PDL=0 turns it off for both, for benchmarks.
+        programmatic = (self.compute_capability[0] >= 9
+                        and os.environ.get("PGK_TUNE_PDL", "1").strip() != "0")
         for name, arg_types in pygpukit_kernels.SMALL_KERNELS.items():
-            launcher = self._small_module.get_function(name).prepare(
-                1, pygpukit_kernels.SMALL_BLOCK, arg_types)
+            launcher = drv.Launcher(self._small_module.get_function(name), 1,
+                                    pygpukit_kernels.SMALL_BLOCK, arg_types,
+                                    programmatic=programmatic)
             self.small[name.removeprefix("pgk_small_")] = launcher.launch
 
     def describe(self) -> str:
