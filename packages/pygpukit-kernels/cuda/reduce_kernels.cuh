@@ -98,7 +98,9 @@ template <class C>
 __device__ __forceinline__ Acc<C> acc_element(int op, C x, long long index) {
   Acc<C> a{};
   a.v = x;
-  a.m2 = C(0);
+  // One element deviates 0 from itself, but NaN / inf must poison the variance as in NumPy
+  // ((x - mean)^2 of a NaN or inf is NaN): x - x is 0, or NaN for those.
+  a.m2 = (x - x) * (x - x);
   a.n = op == PGK_RED_VAR ? 1 : index;
   if (op == PGK_RED_ANY || op == PGK_RED_ALL) a.v = x != C(0) ? C(1) : C(0);
   return a;

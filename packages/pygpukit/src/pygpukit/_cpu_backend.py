@@ -80,6 +80,8 @@ class _HostEvent:
 
 def host_view(array: GPUArray) -> np.ndarray[Any, Any]:
     """The NumPy array that is ``array`` (same memory, shape, strides, dtype)."""
+    if array.size == 0:  # any strides fit no bytes; NumPy checks them against the buffer anyway
+        return np.empty(array.shape, array.dtype)
     view: np.ndarray[Any, Any] = np.ndarray(array.shape, array.dtype,
                                             buffer=array._block.payload,
                                             offset=array._offset, strides=array.strides)

@@ -11,6 +11,7 @@ shape.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -28,7 +29,7 @@ from pygpukit._optable import (
     resolve,
 )
 from pygpukit._stream import stream_for_runtime
-from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, touch
+from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, fill, touch
 
 if TYPE_CHECKING:
     from pygpukit._backend import Runtime
@@ -99,6 +100,30 @@ def _finish(name: str, out: GPUArray | None, shape: tuple[int, ...], result: np.
     return out, None
 
 
+_COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
+                "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
+_INT_LIMITS = np.iinfo
+
+
+def _out_of_range_comparison(name: str, a: Any, b: Any, array: GPUArray, value: int,
+                             loop: np.dtype[Any], out: GPUArray | None) -> GPUArray:
+    """An integer array compared with a Python int outside its dtype: one answer for all.
+
+    NumPy 2 compares such values exactly (``int8_array == 128`` is all False) instead of
+    converting the int; every in-range element compares alike, so the extreme stands for all.
+    """
+    limits = _INT_LIMITS(loop)
+    inside = int(limits.max) if value > limits.max else int(limits.min)
+    left, right = (inside, value) if a is array else (value, inside)
+    answer = bool(_COMPARISONS[name](left, right))
+    target, final = _finish(name, out, array.shape, np.dtype(bool_), array._rt, (array,))
+    fill(target, answer)
+    if final is not None:
+        copy_into(target, final)
+        return final
+    return target
+
+
 def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
     """``name(a, b)`` elementwise with broadcasting; one of ``a`` / ``b`` may be a scalar."""
     if out is None and (fast := _small.binary(name, a, b)) is not None:
@@ -123,6 +148,9 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
         array, value = (a, b) if a_arr else (b, a)
         runtime = array._rt
         shape = array.shape
+        if name in _COMPARISONS and loop.kind in "iu" and isinstance(value, int) and not (
+                _INT_LIMITS(loop).min <= value <= _INT_LIMITS(loop).max):
+            return _out_of_range_comparison(name, a, b, array, value, loop, out)
         scalar = _scalar_value(name, value, loop)
     if out is not None and isinstance(out, GPUArray) and out.shape != shape:
         shape = _layout.broadcast_shapes(shape, out.shape)
@@ -142,6 +170,8 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
 
 def unary(name: str, x: Any, out: GPUArray | None = None) -> GPUArray:
     """``name(x)`` elementwise."""
+    if name == "invert" and isinstance(x, GPUArray) and x.dtype == bool_:
+        name = "logical_not"  # NumPy's ~ on bool; the integer kernel would make ~1 (-2) True
     if out is None and (fast := _small.unary(name, x)) is not None:
         return fast
     code = UNARY_OPS[name][0]
@@ -240,8 +270,7 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, *, ddof:
     for d in axes:
         nred *= x.shape[d]
     out_shape = tuple(x.shape[d] for d in kept)
-    if nred == 0 and name in _NEEDS_ELEMENTS and x.size == 0 and (
-            math_prod(out_shape) > 0 or not out_shape):
+    if nred == 0 and name in _NEEDS_ELEMENTS:  # NumPy raises even when the result is empty
         if name.startswith("arg"):
             raise ValueError(f"attempt to get {name} of an empty sequence")
         raise ValueError(f"zero-size array to reduction operation {_NEEDS_ELEMENTS[name]} "

@@ -124,9 +124,25 @@ def upload(runtime: Runtime, host: np.ndarray[Any, Any]) -> GPUArray:
     return out
 
 
+def _packed(array: GPUArray) -> GPUArray:
+    """``array`` if contiguous, else a contiguous copy made after the array's last writer.
+
+    The copy runs on the current stream, which first waits (an event, no host wait) for the
+    stream that last wrote the array: a view read right after another stream wrote its
+    base must not see the old bytes.
+    """
+    if array.is_contiguous():
+        return array
+    writer: Stream = array._block.writer  # type: ignore[assignment]
+    stream = _stream_of(array._rt)
+    if writer is not stream:
+        stream.wait_event(writer.record())
+    return array.copy()
+
+
 def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
     """Copy ``array`` to the host after the work that last wrote it (that stream only)."""
-    source = array if array.is_contiguous() else array.copy()
+    source = _packed(array)
     host = np.empty(array.shape, array.dtype)
     if host.nbytes:
         stream: Stream = source._block.writer  # type: ignore[assignment]
@@ -141,7 +157,7 @@ def to_device(array: GPUArray, device: Any) -> GPUArray:
     runtime = runtime_for(device)
     if runtime is array._rt:
         return array
-    source = array if array.is_contiguous() else array.copy()
+    source = _packed(array)
     # The copy runs on the destination's stream after the source's writer has finished.
     out = empty_on(runtime, array.shape, array.dtype)
     stream = _stream_of(runtime)
