@@ -4,18 +4,36 @@ Blocks are rounded up to size classes (512 B to 1 MiB in powers of two, then mul
 2 MiB) and cached per (stream, size class) when their arrays go: a block freed on stream S is
 reused only by an allocation on S, which the stream orders after every kernel that used the
 block.  A block that was also used on other streams is held back until an event recorded on
-each of them has completed.  Nothing here synchronizes, except :meth:`empty_cache` and the
-out-of-memory retry, which must wait for in-flight work before giving memory back.
+each of them has completed.  Nothing here synchronizes, except when memory goes back to the
+driver (:meth:`~CachingAllocator.empty_cache`, a lower limit, partition reclaim and the
+out-of-memory retry), which must wait for in-flight work first.
+
+Locking.  ``_lock`` covers bookkeeping only: the cache and pending lists, the statistics, the
+owners of charged blocks, the bytes reserved for allocations in flight and the calls into the
+:class:`Charger`.  It is never held across a call that may block or take long -- the raw
+allocator's ``alloc`` (``cuMemAlloc``) and ``free``, stream and event ``synchronize()`` -- so
+that one thread waiting for the GPU or the driver does not stall every other thread's
+allocations, which are a few hundred nanoseconds of bookkeeping.  (Recording and querying an
+event only enqueue or poll, and stay under it.)  Memory goes back in two steps: under the lock
+blocks are taken out of the cache into a local list and their charges returned; with the lock
+released their streams are synchronized and they are freed; ``reserved_bytes`` drops when they
+actually are.  A fresh allocation reserves its bytes under the lock (so the ``limit`` counts
+allocations in flight), calls ``alloc`` without it, then takes the lock again to count the
+block.  An allocation that needs memory given back first (limit reached, driver out of
+memory, a partition's reclaim) frees those blocks -- and waits for other threads' frees in
+progress -- before it allocates.
 
 Frees arrive from ``__del__`` (any thread, possibly in the middle of an allocation on the same
-thread), so they only append to a queue; the queue is drained under the lock on the next call.
+thread, the lock held), so they only append to a queue; the queue is drained under the lock on
+the next call.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -83,10 +101,12 @@ class Charger(Protocol):
     partition of a device is created.  Every block taken from the driver while an owner is in
     scope is charged to it (its *footprint*: live blocks plus the cached blocks they left);
     a cached block changes hands (and charges) when another owner reuses it, and its charge
-    is returned when it goes back to the driver.  All calls are made with the allocator's lock
-    held; ``charge`` may call ``reclaim(victim, nbytes)``, which gives back to the driver
-    cached blocks owned by ``victim`` (oldest first) until ``nbytes`` are released and
-    returns the bytes released.
+    is returned when it leaves the cache for the driver.  All calls are made with the
+    allocator's lock held; ``charge`` may call ``reclaim(victim, nbytes)``, which takes cached
+    blocks owned by ``victim`` (oldest first) out of the cache, returning their charges, until
+    ``nbytes`` are released, and returns the bytes released.  They go back to the driver once
+    the lock is released, before the allocation that needed them (and even if the charge
+    fails in the end).
     """
 
     def owner(self) -> Any:
@@ -147,6 +167,12 @@ class Block:
 
 @dataclass
 class _Pending:
+    """A block out of the hands of its arrays but not (yet) reusable or given back.
+
+    Either waiting for ``events`` of other streams (in ``_pending``), or taken out of the cache
+    to go back to the driver (``events`` empty unless it came from ``_pending``).
+    """
+
     address: int
     payload: Any
     size: int
@@ -155,15 +181,24 @@ class _Pending:
 
 
 class CachingAllocator:
-    """Size-class caching allocator with per-stream reuse and PyTorch-style statistics."""
+    """Size-class caching allocator with per-stream reuse and PyTorch-style statistics.
+
+    Thread-safe; ``_lock`` guards bookkeeping only (see the module's docstring).
+    """
 
     def __init__(self, raw: RawAllocator, describe: Callable[[], str]) -> None:
         self._raw = raw
         self._describe = describe
         self._lock = threading.Lock()
+        # Signalled (under _lock) when blocks given back by some thread have been freed.
+        self._freed = threading.Condition(self._lock)
         self._released: deque[tuple[int, Any, int, StreamLike, set[StreamLike] | None]] = deque()
         self._cache: dict[tuple[StreamLike, int], list[tuple[int, Any]]] = {}
         self._pending: list[_Pending] = []
+        # Bytes reserved for fresh allocations in flight (checked against the limit with
+        # reserved_bytes), and bytes taken out of the cache whose free is in progress.
+        self._inflight = 0
+        self._freeing = 0
         self.limit: int | None = None
         # Partition charging: None until a partition exists on the device; then the owner of
         # every charged block (live, pending or cached) by address.
@@ -194,44 +229,45 @@ class CachingAllocator:
                 stats["active_bytes"] -= size
                 self._cache.setdefault((stream, size), []).append((address, payload))
 
-    def _process_pending(self, wait: bool = False) -> None:
+    def _process_pending(self) -> None:
+        """Move the pending blocks whose events have all completed into the cache."""
         still = []
         for p in self._pending:
-            if wait:
-                for event in p.events:
-                    event.synchronize()
-            if wait or all(event.query() for event in p.events):
+            if all(event.query() for event in p.events):
                 self._stats["active_bytes"] -= p.size
                 self._cache.setdefault((p.stream, p.size), []).append((p.address, p.payload))
             else:
                 still.append(p)
         self._pending = still
 
-    def _release_cache(self) -> int:
-        """Give every cached block back to the raw allocator (waits for the streams first)."""
-        self._process_pending(wait=True)
-        released = 0
-        for stream in {stream for stream, _ in self._cache}:
-            stream.synchronize()  # cached blocks may still be read by enqueued kernels
-        for (_, size), blocks in self._cache.items():
+    def _take_all(self, doomed: list[_Pending]) -> int:
+        """Take every cached and pending block out to ``doomed``; return their bytes.
+
+        Their charges are returned now; :meth:`_give_back` frees them (without the lock).
+        """
+        stats = self._stats
+        taken = 0
+        for p in self._pending:
+            stats["active_bytes"] -= p.size
+            self._uncharge(p.address, p.size)
+            doomed.append(p)
+            taken += p.size
+        self._pending = []
+        for (stream, size), blocks in self._cache.items():
             for address, payload in blocks:
-                self._raw.free(address, payload)
-                self._stats["reserved_bytes"] -= size
-                self._stats["num_device_frees"] += 1
-                released += size
                 self._uncharge(address, size)
+                doomed.append(_Pending(address, payload, size, stream, []))
+                taken += size
         self._cache.clear()
-        return released
+        self._freeing += taken
+        return taken
 
-    def _uncharge(self, address: int, size: int) -> None:
-        """A block went back to the driver: return its owner's charge."""
-        if self._owners:
-            owner = self._owners.pop(address, None)
-            if owner is not None and self.charger is not None:
-                self.charger.uncharge(owner, size)
+    def _reclaim(self, doomed: list[_Pending], victim: Any, need: int) -> int:
+        """Take cached blocks of ``victim`` (oldest first) out to ``doomed`` until ``need`` bytes.
 
-    def _reclaim(self, victim: Any, need: int) -> int:
-        """Give back cached blocks owned by ``victim`` (oldest first) until ``need`` bytes."""
+        Their charges are returned now (the caller's charge may then fit); :meth:`_give_back`
+        frees them once the lock is released.
+        """
         self._process_pending()
         released = 0
         owners = self._owners
@@ -241,34 +277,36 @@ class CachingAllocator:
             stream, size = key
             blocks = self._cache[key]
             keep: list[tuple[int, Any]] = []
-            synced = False
             for address, payload in blocks:  # appended when freed: oldest first
                 if released < need and owners.get(address) is victim:
-                    if not synced:
-                        stream.synchronize()  # enqueued kernels may still read the block
-                        synced = True
-                    self._raw.free(address, payload)
-                    self._stats["reserved_bytes"] -= size
-                    self._stats["num_device_frees"] += 1
-                    released += size
                     self._uncharge(address, size)
+                    doomed.append(_Pending(address, payload, size, stream, []))
+                    released += size
                 else:
                     keep.append((address, payload))
             if keep:
                 blocks[:] = keep
             else:
                 del self._cache[key]
+        self._freeing += released
         return released
 
+    def _uncharge(self, address: int, size: int) -> None:
+        """A block left the cache for the driver: return its owner's charge."""
+        if self._owners:
+            owner = self._owners.pop(address, None)
+            if owner is not None and self.charger is not None:
+                self.charger.uncharge(owner, size)
+
     def _charge_hit(self, charger: Charger, owner: Any, address: int, payload: Any, size: int,
-                    stream: StreamLike) -> None:
+                    stream: StreamLike, doomed: list[_Pending]) -> None:
         """A cached block is reused: move its charge to the new owner (if that is another)."""
         previous = self._owners.get(address)
         if previous is owner:
             return
         if owner is not None:
             try:
-                charger.charge(owner, size, self._reclaim)
+                charger.charge(owner, size, functools.partial(self._reclaim, doomed))
             except BaseException:
                 self._cache.setdefault((stream, size), []).append((address, payload))
                 raise
@@ -278,26 +316,14 @@ class CachingAllocator:
         if previous is not None:
             charger.uncharge(previous, size)
 
-    def _fresh(self, size: int) -> tuple[int, Any]:
+    def _count_alloc(self, size: int) -> None:
         stats = self._stats
-        if self.limit is not None and stats["reserved_bytes"] + size > self.limit:
-            stats["num_alloc_retries"] += 1
-            self._release_cache()
-            if stats["reserved_bytes"] + size > self.limit:
-                raise self._oom(size, f"the memory limit of {self.limit} bytes")
-        try:
-            block = self._raw.alloc(size)
-        except MemoryError:
-            stats["num_alloc_retries"] += 1
-            self._release_cache()
-            try:
-                block = self._raw.alloc(size)
-            except MemoryError as exc:
-                raise self._oom(size, "the device") from exc
-        stats["reserved_bytes"] += size
-        stats["num_device_allocs"] += 1
-        stats["peak_reserved_bytes"] = max(stats["peak_reserved_bytes"], stats["reserved_bytes"])
-        return block
+        stats["num_allocs"] += 1
+        allocated = stats["allocated_bytes"] + size
+        stats["allocated_bytes"] = allocated
+        stats["active_bytes"] += size
+        if allocated > stats["peak_allocated_bytes"]:
+            stats["peak_allocated_bytes"] = allocated
 
     def _oom(self, size: int, what: str) -> OutOfMemoryError:
         self._stats["num_ooms"] += 1
@@ -308,6 +334,142 @@ class CachingAllocator:
             f"{s['reserved_bytes']} bytes reserved by PyGPUkit"
             + (f", limit {self.limit} bytes" if self.limit is not None else "")
         )
+
+    # -- driver calls (the lock is NOT held) ---------------------------------------------------
+    def _give_back(self, doomed: list[_Pending]) -> None:
+        """Wait for the work that may use the ``doomed`` blocks, free them and count them.
+
+        Empties ``doomed``.  Blocks that could not be freed (a synchronization or a free
+        raised) return to the cache -- or to the pending list, if they were waiting for events
+        -- uncharged.
+        """
+        raw = self._raw
+        freed = 0
+        count = 0
+        try:
+            for stream in {p.stream for p in doomed}:
+                stream.synchronize()  # enqueued kernels may still read the blocks
+            for p in doomed:
+                for event in p.events:
+                    event.synchronize()  # so may work on the other streams that used it
+            for p in doomed:
+                raw.free(p.address, p.payload)
+                freed += p.size
+                count += 1
+        finally:
+            with self._lock:
+                stats = self._stats
+                stats["reserved_bytes"] -= freed
+                stats["num_device_frees"] += count
+                for p in doomed[count:]:
+                    if p.events:
+                        stats["active_bytes"] += p.size
+                        self._pending.append(p)
+                    else:
+                        self._cache.setdefault((p.stream, p.size), []).append(
+                            (p.address, p.payload))
+                self._freeing -= sum(p.size for p in doomed)
+                self._freed.notify_all()
+            doomed.clear()
+
+    def _obtain(self, size: int, doomed: list[_Pending]) -> tuple[int, Any]:
+        """New ``size`` bytes from the raw allocator, giving back ``doomed`` first.
+
+        On return the bytes are still counted in ``_inflight`` (the caller moves them to
+        ``reserved_bytes``); on an exception nothing is reserved and ``doomed`` was given back.
+        """
+        stats = self._stats
+        took = retried = device_retry = False
+        while True:
+            if doomed:
+                self._give_back(doomed)  # physical frees before the (retried) allocation
+            with self._lock:
+                if device_retry:
+                    while self._freeing:  # other threads' frees in progress count too
+                        self._freed.wait()
+                limit = self.limit
+                if limit is not None and (stats["reserved_bytes"] + self._inflight + size
+                                          > limit):
+                    if not retried:
+                        retried = True
+                        stats["num_alloc_retries"] += 1
+                    if not took:
+                        took = True
+                        if self._take_all(doomed):
+                            continue  # free them, then look again
+                    if self._freeing:  # another thread is giving memory back: wait, look again
+                        self._freed.wait()
+                        continue
+                    raise self._oom(size, f"the memory limit of {limit} bytes")
+                self._inflight += size
+            try:
+                return self._raw.alloc(size)
+            except MemoryError as exc:
+                with self._lock:
+                    self._inflight -= size
+                    if device_retry:
+                        raise self._oom(size, "the device") from exc
+                    device_retry = True
+                    stats["num_alloc_retries"] += 1
+                    self._take_all(doomed)
+            except BaseException:
+                with self._lock:
+                    self._inflight -= size
+                raise
+
+    def _malloc_slow(self, size: int, stream: StreamLike) -> Block:
+        """:meth:`malloc` past the fast path: charged reuse or a fresh block."""
+        stats = self._stats
+        doomed: list[_Pending] = []  # blocks a partition's reclaim took out of the cache
+        block: Block | None = None
+        try:
+            with self._lock:
+                if self._released:
+                    self._drain_released()
+                cached = self._cache.get((stream, size))
+                if not cached and self._pending:
+                    self._process_pending()
+                    cached = self._cache.get((stream, size))
+                charger = self.charger
+                owner = charger.owner() if charger is not None else None
+                if cached:
+                    address, payload = cached.pop()
+                    stats["num_cache_hits"] += 1
+                    if charger is not None:
+                        self._charge_hit(charger, owner, address, payload, size, stream, doomed)
+                        if owner is not None:
+                            charger.allocated(owner, size)
+                    self._count_alloc(size)
+                    block = Block(self, address, payload, size, stream)
+                elif owner is not None and charger is not None:
+                    charger.charge(owner, size, functools.partial(self._reclaim, doomed))
+        except BaseException:
+            if doomed:
+                self._give_back(doomed)  # reclaimed before the charge failed: still goes back
+            raise
+        if block is not None:
+            if doomed:
+                self._give_back(doomed)
+            return block
+        try:
+            address, payload = self._obtain(size, doomed)
+        except BaseException:
+            if owner is not None and charger is not None:
+                with self._lock:
+                    charger.uncharge(owner, size)
+            raise
+        with self._lock:
+            self._inflight -= size
+            reserved = stats["reserved_bytes"] + size
+            stats["reserved_bytes"] = reserved
+            stats["num_device_allocs"] += 1
+            if reserved > stats["peak_reserved_bytes"]:
+                stats["peak_reserved_bytes"] = reserved
+            if owner is not None and charger is not None:
+                self._owners[address] = owner
+                charger.allocated(owner, size)
+            self._count_alloc(size)
+        return Block(self, address, payload, size, stream)
 
     # -- public --------------------------------------------------------------------------------
     def malloc(self, nbytes: int, stream: StreamLike) -> Block:
@@ -321,8 +483,7 @@ class CachingAllocator:
             if not cached and self._pending:
                 self._process_pending()
                 cached = self._cache.get((stream, size))
-            charger = self.charger
-            if cached and charger is None:  # the common case (every small op): kept short
+            if cached and self.charger is None:  # the common case (every small op): kept short
                 address, payload = cached.pop()
                 stats["num_cache_hits"] += 1
                 stats["num_allocs"] += 1
@@ -332,36 +493,23 @@ class CachingAllocator:
                 if allocated > stats["peak_allocated_bytes"]:
                     stats["peak_allocated_bytes"] = allocated
                 return Block(self, address, payload, size, stream)
-            owner = charger.owner() if charger is not None else None
-            if cached:
-                address, payload = cached.pop()
-                stats["num_cache_hits"] += 1
-                if charger is not None:
-                    self._charge_hit(charger, owner, address, payload, size, stream)
-            elif charger is not None and owner is not None:
-                charger.charge(owner, size, self._reclaim)
-                try:
-                    address, payload = self._fresh(size)
-                except BaseException:
-                    charger.uncharge(owner, size)
-                    raise
-                self._owners[address] = owner
-            else:
-                address, payload = self._fresh(size)
-            if owner is not None and charger is not None:
-                charger.allocated(owner, size)
-            stats["num_allocs"] += 1
-            stats["allocated_bytes"] += size
-            stats["active_bytes"] += size
-            stats["peak_allocated_bytes"] = max(stats["peak_allocated_bytes"],
-                                                stats["allocated_bytes"])
-        return Block(self, address, payload, size, stream)
+        return self._malloc_slow(size, stream)
 
     def empty_cache(self) -> int:
-        """Return every cached (unused) block to the device; returns the bytes released."""
+        """Return every cached (unused) block to the device; returns the bytes released.
+
+        Waits for the work that may still use them, and for frees in progress on other threads.
+        """
+        doomed: list[_Pending] = []
         with self._lock:
             self._drain_released()
-            return self._release_cache()
+            released = self._take_all(doomed)
+        if doomed:
+            self._give_back(doomed)
+        with self._lock:
+            while self._freeing:
+                self._freed.wait()
+        return released
 
     def stats(self) -> dict[str, int]:
         """Counters in the spirit of ``torch.cuda.memory_stats()`` (see :func:`memory_stats`)."""
@@ -382,17 +530,24 @@ class CachingAllocator:
 
     def set_limit(self, nbytes: int | None) -> None:
         """Cap the bytes this allocator may reserve (``None``: no cap)."""
+        doomed: list[_Pending] = []
         with self._lock:
             self.limit = nbytes
             self._drain_released()
             if nbytes is not None and self._stats["reserved_bytes"] > nbytes:
-                self._release_cache()
+                self._take_all(doomed)
+        if doomed:
+            self._give_back(doomed)
 
     def release_cached(self, owner: Any) -> int:
         """Give back to the device every cached block owned by ``owner``; return the bytes."""
+        doomed: list[_Pending] = []
         with self._lock:
             self._drain_released()
-            return self._reclaim(owner, 1 << 62)
+            released = self._reclaim(doomed, owner, 1 << 62)
+        if doomed:
+            self._give_back(doomed)
+        return released
 
     def owned_blocks(self, owner: Any) -> int:
         """Number of blocks (live, pending or cached) charged to ``owner``."""
@@ -400,6 +555,7 @@ class CachingAllocator:
             self._drain_released()
             return sum(1 for o in self._owners.values() if o is owner)
 
-    def streams_with_cache(self) -> Iterable[StreamLike]:
-        """Streams that have cached blocks (for diagnostics)."""
-        return {stream for stream, _ in self._cache}
+    def streams_with_cache(self) -> set[StreamLike]:
+        """Streams that have cached blocks now (a snapshot, for diagnostics)."""
+        with self._lock:
+            return {stream for (stream, _), blocks in self._cache.items() if blocks}
