@@ -6,12 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pygpukit_nvrtc._cache import cache_dir, load
+from pygpukit_nvrtc._cache import cache_dir, read_entry
 
 
 @dataclass(frozen=True)
 class CacheEntry:
-    """One cached program: its file, size and the metadata stored with it."""
+    """One cached program: its file, size and the metadata stored with it.
+
+    ``meta["deps"]`` lists the headers it was compiled from (see the package README).
+    """
 
     path: Path
     size: int
@@ -19,15 +22,23 @@ class CacheEntry:
 
 
 def entries() -> list[CacheEntry]:
-    """List the cached programs (newest first)."""
+    """List the cached programs, most recently used first.
+
+    Listing neither checks the entries' headers nor counts as a use; an entry another process
+    evicts meanwhile is left out, a corrupt one is listed with empty metadata (and a warning).
+    """
     folder = cache_dir()
     if not folder.is_dir():
         return []
     found = []
     for path in folder.glob("*.bin"):
-        loaded = load(path.stem)
-        found.append(CacheEntry(path, path.stat().st_size, loaded[0] if loaded else {}))
-    return sorted(found, key=lambda e: e.path.stat().st_mtime, reverse=True)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        loaded = read_entry(path, path.stem)
+        found.append((st.st_mtime_ns, CacheEntry(path, st.st_size, loaded[0] if loaded else {})))
+    return [entry for _, entry in sorted(found, key=lambda f: f[0], reverse=True)]
 
 
 def clear() -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import re
+import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -11,8 +13,12 @@ from pygpukit_nvrtc import _cache, _discovery
 from pygpukit_nvrtc._discovery import Facts, include_dirs
 from pygpukit_nvrtc._errors import NvrtcError
 from pygpukit_nvrtc._loader import _check, library
+from pygpukit_nvrtc._loader import path as library_path
 
+NVRTC_ERROR_INVALID_OPTION = 5
 NVRTC_ERROR_COMPILATION = 6
+# Bumped when entries change meaning: 2 = entries record the headers they were compiled from.
+ENTRY_FORMAT = 2
 
 
 class CompileError(NvrtcError):
@@ -137,6 +143,61 @@ def _run_nvrtc(source: str, name: str, options: list[str], name_expressions: Seq
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+def _run_listing(source: str, name: str, options: list[str], name_expressions: Sequence[str],
+                 output: str) -> tuple[bytes, str, dict[str, str], list[str] | None, str]:
+    """:func:`_run_nvrtc`, plus the headers NVRTC read (``None`` and why, when unknown)."""
+    import tempfile
+
+    from pygpukit_nvrtc import _deps
+
+    nvrtc_path = library_path()
+    if not _deps.traceable(options, nvrtc_path):
+        why = (f"NVRTC at {nvrtc_path} rejects {_deps.TRACE_OPTION}<file>"
+               if nvrtc_path in _deps._unsupported
+               else f"the options pass their own {_deps.TRACE_OPTION}<file>")
+        return (*_run_nvrtc(source, name, options, name_expressions, output), None, why)
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix="pygpukit-nvrtc-")
+    except OSError as exc:
+        return (*_run_nvrtc(source, name, options, name_expressions, output), None,
+                f"no temporary folder for NVRTC's trace ({exc})")
+    with tmp:
+        traced = [*options, _deps.TRACE_OPTION + os.path.join(tmp.name, "trace")]
+        try:
+            binary, log, lowered = _run_nvrtc(source, name, traced, name_expressions, output)
+        except NvrtcError as exc:
+            if exc.code != NVRTC_ERROR_INVALID_OPTION:
+                raise
+            # Ours or the caller's option? Without ours: an error now is the caller's.
+            binary, log, lowered = _run_nvrtc(source, name, options, name_expressions, output)
+            _deps.mark_unsupported(nvrtc_path)
+            return (binary, log, lowered, None,
+                    f"NVRTC at {nvrtc_path} rejects {_deps.TRACE_OPTION}<file>")
+        headers = _deps.headers_from_trace(tmp.name)
+    return binary, log, lowered, headers, "NVRTC wrote no readable time trace"
+
+
+def _dependencies(source: str, user_options: Sequence[str], plan: _Plan, name: str,
+                  headers: list[str] | None, why: str,
+                  started_ns: int) -> dict[str, Any] | None:
+    """The header record of a new entry, or ``None`` (warned) when it must not be cached."""
+    from pygpukit_nvrtc import _deps
+
+    if headers is None:
+        if _deps.may_include(source, user_options):
+            _deps.warn_unknown(why)
+            return None
+        return {"files": [], "absent": []}  # reads no header: nothing to check
+    try:
+        return _deps.record(headers, plan.options, name, started_ns)
+    except ValueError as exc:
+        import warnings
+
+        warnings.warn(f"NVRTC cache: {name} not cached: {exc}", _cache.CacheWarning,
+                      stacklevel=3)
+        return None
+
+
 def compile(
     source: str,
     *,
@@ -168,7 +229,14 @@ def compile(
     name
         File name used in messages.
     cache
-        Use the disk cache (``PYGPUKIT_CACHE_DIR`` or the user cache folder).
+        Use the disk cache (``PYGPUKIT_CACHE_DIR`` or the user cache folder).  An entry is
+        served only while every header the compilation read (found through NVRTC's
+        ``-fdevice-time-trace``) is unchanged and no new file shadows one on the include
+        path; see the package README.  With an NVRTC that cannot list its headers, a source
+        that may include any (it mentions ``include``, or the options pre-include one) is
+        compiled every time, with a :class:`CacheWarning` once.  The cache holds at most
+        ``PYGPUKIT_CACHE_MAX_BYTES`` (default 1 GiB; ``0`` turns it off), least recently used
+        entries going first.
     cache_tag
         Extra text for the cache key (callers add e.g. the driver version).
 
@@ -178,23 +246,37 @@ def compile(
         With NVRTC's full log when the source does not compile.
     NvrtcUnavailableError
         When NVRTC cannot be loaded.
+    ValueError
+        For a bad ``arch`` or ``output``, or a bad ``PYGPUKIT_CACHE_MAX_BYTES`` (when
+        ``cache`` is true).
     """
     if output not in ("cubin", "ptx"):
         raise ValueError(f"output: expected 'cubin' or 'ptx'; got {output!r}")
+    if cache and _cache.max_bytes() == 0:
+        cache = False
     asked = _parse_arch(arch)
     facts = _discovery.facts()  # from the discovery record when it is sound: NVRTC not loaded
-    plan = _plan(facts, source, name_expressions, options, asked, output, cache_tag)
+    plan = _plan(facts, source, name_expressions, options, asked, output, cache_tag, name)
     if cache and (hit := _cache.load(plan.key)) is not None:
         return _from_cache(plan, hit)
     actual = _discovery.confirm(facts)  # loads NVRTC; the key follows the library compiling
     if actual != facts:
-        plan = _plan(actual, source, name_expressions, options, asked, output, cache_tag)
+        plan = _plan(actual, source, name_expressions, options, asked, output, cache_tag,
+                     name)
         if cache and (hit := _cache.load(plan.key)) is not None:
             return _from_cache(plan, hit)
-    binary, log, lowered = _run_nvrtc(source, name, plan.options, name_expressions, plan.output)
-    if cache:
+    if not cache:
+        binary, log, lowered = _run_nvrtc(source, name, plan.options, name_expressions,
+                                          plan.output)
+        return CompileResult(binary, plan.output, plan.target, log, lowered, False,
+                             plan.fallback)
+    started = time.time_ns()
+    binary, log, lowered, headers, why = _run_listing(source, name, plan.options,
+                                                      name_expressions, plan.output)
+    deps = _dependencies(source, options, plan, name, headers, why, started)
+    if deps is not None:
         _cache.store(plan.key, {"log": log, "lowered_names": lowered, "arch": plan.target,
-                                "output": plan.output}, binary)
+                                "output": plan.output, "deps": deps}, binary)
     return CompileResult(binary, plan.output, plan.target, log, lowered, False, plan.fallback)
 
 
@@ -208,7 +290,8 @@ class _Plan:
 
 
 def _plan(facts: Facts, source: str, name_expressions: Sequence[str], options: Sequence[str],
-          asked: int | None, output: Literal["cubin", "ptx"], cache_tag: str) -> _Plan:
+          asked: int | None, output: Literal["cubin", "ptx"], cache_tag: str,
+          name: str) -> _Plan:
     """The target, the full options and the cache key, for the NVRTC that ``facts`` describe."""
     known = facts.archs
     wanted = max(known) if asked is None else asked
@@ -228,7 +311,9 @@ def _plan(facts: Facts, source: str, name_expressions: Sequence[str], options: S
     key = _cache.make_key({
         "source": source, "options": all_options, "names": list(name_expressions),
         "output": output, "nvrtc": list(facts.version), "nvrtc_path": facts.path,
-        "package": __version__, "tag": cache_tag,
+        "package": __version__, "tag": cache_tag, "entry": ENTRY_FORMAT,
+        # The name's folder is searched for headers first, and the stored log quotes it.
+        "name": name,
     })
     return _Plan(output, target, fallback, all_options, key)
 
