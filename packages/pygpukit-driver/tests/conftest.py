@@ -7,7 +7,6 @@ particular driver runs its body in a fresh interpreter with PYGPUKIT_CUDA_DRIVER
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -54,44 +53,39 @@ def expect(exc_type, fn, *args, **kwargs):
 """
 
 
-def _compiler() -> str | None:
-    found = [os.environ.get("CC")] + [shutil.which(c) for c in ("cc", "gcc", "clang")]
-    return next((c for c in found if c), None)
-
-
-def _build(out: Path, *flags: str) -> Path:
-    cc = _compiler()
-    if cc is None:
-        pytest.skip("no C compiler (cc/gcc/clang) to build the fake CUDA driver")
+def _build(cc: str, out: Path, *flags: str) -> Path:
     cmd = [cc, "-shared", "-fPIC", "-O1", *flags, "-o", str(out), str(FAKE_SRC), "-lpthread"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return out
 
 
 @pytest.fixture(scope="session")
-def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def c_compiler(required_tool: Callable[..., str]) -> str:
+    """The C compiler that builds the fake driver ($CC, cc, gcc, clang); CI fails without one."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the fake driver is built as a Linux shared library")
+    return required_tool("cc", "gcc", "clang", why="it builds the fake CUDA driver "
+                         "(fake_cuda/fake_cuda.c) that the CPU-tier driver tests load")
+
+
+@pytest.fixture(scope="session")
+def fake_driver(c_compiler: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Path of the fake driver (with cuGetProcAddress_v2)."""
-    if not sys.platform.startswith("linux"):
-        pytest.skip("the fake driver is built as a Linux shared library")
-    return _build(tmp_path_factory.mktemp("fake_cuda") / "libfakecuda.so.1")
+    return _build(c_compiler, tmp_path_factory.mktemp("fake_cuda") / "libfakecuda.so.1")
 
 
 @pytest.fixture(scope="session")
-def fake_driver_nogpa(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fake_driver_nogpa(c_compiler: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Path of the fake driver built without cuGetProcAddress_v2 (dlsym fallback only)."""
-    if not sys.platform.startswith("linux"):
-        pytest.skip("the fake driver is built as a Linux shared library")
     out = tmp_path_factory.mktemp("fake_cuda_nogpa") / "libfakecuda_nogpa.so.1"
-    return _build(out, "-DFAKE_NO_GET_PROC_ADDRESS")
+    return _build(c_compiler, out, "-DFAKE_NO_GET_PROC_ADDRESS")
 
 
 @pytest.fixture(scope="session")
-def fake_driver_old(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fake_driver_old(c_compiler: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Path of a CUDA 12.2-era fake driver: no green contexts, cuLaunchKernelEx, tensor maps."""
-    if not sys.platform.startswith("linux"):
-        pytest.skip("the fake driver is built as a Linux shared library")
     out = tmp_path_factory.mktemp("fake_cuda_old") / "libfakecuda_old.so.1"
-    return _build(out, "-DFAKE_OLD_DRIVER")
+    return _build(c_compiler, out, "-DFAKE_OLD_DRIVER")
 
 
 Runner = Callable[..., str]

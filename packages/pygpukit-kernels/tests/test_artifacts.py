@@ -6,6 +6,7 @@ import ctypes
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -141,15 +142,20 @@ def _codes(params: str, c_type: str) -> str:
 
 
 @pytest.mark.parametrize("name", ["elementwise", "small_ops"])
-def test_fatbin_is_a_compressed_multi_arch_fatbin(name: str) -> None:
+def test_fatbin_has_the_fatbin_magic(name: str) -> None:
     data = pk.fatbin_path(name).read_bytes()
     assert int.from_bytes(data[:4], "little") == 0xBA55ED50  # fatbin magic
-    if (cuobjdump := shutil.which("cuobjdump")) is not None:
-        listing = subprocess.run([cuobjdump, "--list-elf", "--list-ptx",
-                                  str(pk.fatbin_path(name))],
-                                 capture_output=True, text=True, check=True).stdout
-        for arch in EXPECTED_SASS:
-            assert f"sm_{arch}" in listing
+
+
+@pytest.mark.parametrize("name", ["elementwise", "small_ops"])
+def test_fatbin_holds_sass_for_every_arch(name: str, required_tool: Callable[..., str]) -> None:
+    # Only cuobjdump can list a fatbin's members: without it this test would prove nothing,
+    # so it skips locally and fails in CI (nvidia-cuda-cuobjdump wheel, or a CUDA Toolkit).
+    cuobjdump = required_tool("cuobjdump", why="it lists the archs inside the fatbins")
+    listing = subprocess.run([cuobjdump, "--list-elf", "--list-ptx", str(pk.fatbin_path(name))],
+                             capture_output=True, text=True, check=True).stdout
+    for arch in EXPECTED_SASS:
+        assert f"sm_{arch}" in listing, (arch, listing)
 
 
 def test_unknown_fatbin_lists_the_available_ones() -> None:

@@ -78,6 +78,7 @@ def test_device_api(backend: str) -> None:
     assert a.to(0) is a
 
 
+@pytest.mark.multigpu
 def test_cross_device_mix_is_refused() -> None:
     if not gp.is_cuda_available():
         pytest.skip("needs the CUDA backend")
