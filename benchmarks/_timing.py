@@ -1,4 +1,7 @@
-"""Timing helpers shared by the benchmark scripts (CUDA events, warm-up, median)."""
+"""Timing helpers shared by the benchmark scripts (CUDA events, warm-up, median).
+
+One run's measurements; ``_runs`` repeats them and reports the spread over runs.
+"""
 
 from __future__ import annotations
 
@@ -81,44 +84,22 @@ def torch_event() -> Any:
     return torch.cuda.Event(enable_timing=True)
 
 
-def torch_report(benchmark: str, **fields: Any) -> dict[str, Any]:
-    """The common head of a JSON report: device, driver, torch, date, commit, then ``fields``."""
-    import datetime as dt
-    import os
-
-    import torch
-
-    driver = None
-    try:
-        import pygpukit_driver as drv
-
-        v = drv.driver_version()
-        driver = f"{v // 1000}.{v % 1000 // 10}"
-    except (ImportError, RuntimeError):  # no binding, or no driver: the report says null
-        driver = None
-    return {
-        "benchmark": benchmark,
-        "device": torch.cuda.get_device_name(),
-        "driver_cuda_version": driver,
-        "torch": torch.__version__,
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
-        **fields,
-    }
-
-
-def finish_rows(report: dict[str, Any], rows: list[dict[str, Any]], ceiling: float,
-                out: Any, title: str) -> None:
-    """Add each row's percentage of the copy ceiling, write the JSON, print a table."""
-    import json
-
+def pct_of_copy(rows: list[dict[str, Any]], ceiling_gbps: float) -> None:
+    """Add each row's percentage of the copy ceiling (``GB/s`` over ``ceiling_gbps``)."""
     for row in rows:
-        row["pct_of_copy"] = 100 * row["GB/s"] / ceiling
-    report["rows"] = rows
-    out.write_text(json.dumps(report, indent=2))
+        row["pct_of_copy"] = 100 * row["GB/s"] / ceiling_gbps
+
+
+def print_bandwidth_rows(title: str, rows: list[dict[str, Any]]) -> None:
+    """Print aggregated bandwidth rows: median (min-max) over the runs."""
     print(title)
     width = max(len(row["op"]) for row in rows)
     for row in rows:
-        extra = f"  x{row['speed_vs_torch']:.3f} vs torch" if "speed_vs_torch" in row else ""
-        print(f"  {row['op']:{width}} {row['ms']:8.3f} ms {row['GB/s']:8.1f} GB/s "
-              f"{row['pct_of_copy']:6.1f}% of copy{extra}")
+        gb, pct = row["GB/s"], row["pct_of_copy"]
+        extra = ""
+        if "speed_vs_torch" in row:
+            s = row["speed_vs_torch"]
+            extra = (f"  x{s['median']:.3f} vs torch [{s['min']:.3f}-{s['max']:.3f}] "
+                     f"{row['verdict']}")
+        print(f"  {row['op']:{width}} {row['ms']['median']:8.3f} ms {gb['median']:8.1f} GB/s "
+              f"{pct['median']:6.1f}% of copy [{pct['min']:.1f}-{pct['max']:.1f}]{extra}")

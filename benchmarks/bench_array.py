@@ -5,15 +5,16 @@
 - ``import pygpukit`` cost over ``import numpy`` (fresh interpreters, median of 7);
 - ``from_numpy`` / ``to_numpy`` of 256 MiB vs torch's ``.cuda()`` / ``.cpu()`` (pageable memory).
 
-Writes JSON to --out.
+Every measurement is repeated --runs times and reported as min / median / max over the runs
+(ratios per run).  CuPy is optional: without it its column is recorded as absent.  Writes JSON
+to --out.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import importlib.util
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,15 +24,25 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _runs import (
+    absolute_verdict,
+    add_runs_argument,
+    aggregate,
+    repeat_runs,
+    report_head,
+    require_commit,
+    verdict,
+)
 
 
-def per_op_us(step: Callable[[], object], sync: Callable[[], object], n: int) -> float:
-    """Median over 5 rounds of host microseconds per call of ``step`` (n calls, one sync)."""
+def per_op_us(step: Callable[[], object], sync: Callable[[], object], n: int,
+              rounds_n: int) -> float:
+    """Median over ``rounds_n`` rounds of host µs per call of ``step`` (n calls, one sync)."""
     for _ in range(200):
         step()
     sync()
     rounds = []
-    for _ in range(5):
+    for _ in range(rounds_n):
         start = time.perf_counter()
         for _ in range(n):
             step()
@@ -40,21 +51,21 @@ def per_op_us(step: Callable[[], object], sync: Callable[[], object], n: int) ->
     return statistics.median(rounds)
 
 
-def import_ms(module: str) -> float:
+def import_ms(module: str, samples_n: int) -> float:
     """Median wall milliseconds of a fresh interpreter importing ``module``."""
     samples = []
-    for _ in range(7):
+    for _ in range(samples_n):
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
         samples.append((time.perf_counter() - start) * 1e3)
     return statistics.median(samples)
 
 
-def transfer_gbps(fn: Callable[[], object], nbytes: int) -> float:
-    """Median GB/s of a blocking transfer function (5 runs after a warm-up)."""
+def transfer_gbps(fn: Callable[[], object], nbytes: int, samples_n: int) -> float:
+    """Median GB/s of a blocking transfer function (``samples_n`` calls after a warm-up)."""
     fn()
     samples = []
-    for _ in range(5):
+    for _ in range(samples_n):
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
@@ -62,57 +73,78 @@ def transfer_gbps(fn: Callable[[], object], nbytes: int) -> float:
 
 
 def main() -> None:
-    """Run all measurements and write the JSON report."""
+    """Run all measurements --runs times and write the JSON report."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--ops", type=int, default=20000)
+    # Per run: 3 rounds / samples (x 3 runs: about the 5-7 of one run before --runs existed).
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of --ops calls, fresh imports and transfers per run")
+    add_runs_argument(parser)
     args = parser.parse_args()
+    require_commit()
 
-    import cupy as cp
     import torch
 
     import pygpukit as gp
-    import pygpukit_driver as drv
 
     assert gp.backend() == "cuda"
-    report: dict[str, Any] = {
-        "benchmark": "array",
-        "device": gp.Device(0).name,
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
-        "torch": torch.__version__,
-        "cupy": cp.__version__,
-    }
+    cp: Any = None
+    if importlib.util.find_spec("cupy") is not None:
+        import cupy as cp
+    else:
+        print("cupy is not installed: its column is recorded as absent")
 
     ga, gb = gp.ones(1), gp.ones(1)
     ta, tb = torch.ones(1, device="cuda"), torch.ones(1, device="cuda")
-    ca, cb = cp.ones(1, cp.float32), cp.ones(1, cp.float32)
-    ours = per_op_us(lambda: ga + gb, gp.synchronize, args.ops)
-    theirs_torch = per_op_us(lambda: ta + tb, torch.cuda.synchronize, args.ops)
-    theirs_cupy = per_op_us(lambda: ca + cb, cp.cuda.Device().synchronize, args.ops)
-    report["add_1elem_us"] = {"pygpukit": ours, "torch": theirs_torch, "cupy": theirs_cupy,
-                              "torch_over_ours": theirs_torch / ours,
-                              "cupy_over_ours": theirs_cupy / ours}
-
-    numpy_ms, pygpukit_ms = import_ms("numpy"), import_ms("pygpukit")
-    report["import_ms"] = {"numpy": numpy_ms, "pygpukit": pygpukit_ms,
-                           "pygpukit_minus_numpy": pygpukit_ms - numpy_ms}
-
+    if cp is not None:
+        ca, cb = cp.ones(1, cp.float32), cp.ones(1, cp.float32)
     nbytes = 256 * 2**20
     host = np.random.default_rng(0).standard_normal(nbytes // 4, dtype=np.float32)
     thost = torch.from_numpy(host)
-    h2d_ours = transfer_gbps(lambda: (gp.from_numpy(host), gp.synchronize()), nbytes)
-    h2d_torch = transfer_gbps(lambda: (thost.cuda(), torch.cuda.synchronize()), nbytes)
     garr, tdev = gp.from_numpy(host), thost.cuda()
-    d2h_ours = transfer_gbps(garr.to_numpy, nbytes)
-    d2h_torch = transfer_gbps(tdev.cpu, nbytes)
     assert np.array_equal(garr.to_numpy(), host)
-    report["transfer_256MiB_GBps"] = {
-        "from_numpy": h2d_ours, "torch_cuda": h2d_torch, "h2d_ratio": h2d_ours / h2d_torch,
-        "to_numpy": d2h_ours, "torch_cpu": d2h_torch, "d2h_ratio": d2h_ours / d2h_torch,
+
+    def one_run(_: int) -> dict[str, Any]:
+        k = args.rounds
+        ours = per_op_us(lambda: ga + gb, gp.synchronize, args.ops, k)
+        theirs_torch = per_op_us(lambda: ta + tb, torch.cuda.synchronize, args.ops, k)
+        add: dict[str, Any] = {"pygpukit": ours, "torch": theirs_torch,
+                               "torch_over_ours": theirs_torch / ours}
+        if cp is not None:
+            theirs_cupy = per_op_us(lambda: ca + cb, cp.cuda.Device().synchronize, args.ops, k)
+            add.update(cupy=theirs_cupy, cupy_over_ours=theirs_cupy / ours)
+        numpy_ms, pygpukit_ms = import_ms("numpy", k), import_ms("pygpukit", k)
+        h2d_ours = transfer_gbps(lambda: (gp.from_numpy(host), gp.synchronize()), nbytes, k)
+        h2d_torch = transfer_gbps(lambda: (thost.cuda(), torch.cuda.synchronize()), nbytes, k)
+        d2h_ours = transfer_gbps(garr.to_numpy, nbytes, k)
+        d2h_torch = transfer_gbps(tdev.cpu, nbytes, k)
+        return {
+            "add_1elem_us": add,
+            "import_ms": {"numpy": numpy_ms, "pygpukit": pygpukit_ms,
+                          "pygpukit_minus_numpy": pygpukit_ms - numpy_ms},
+            "transfer_256MiB_GBps": {
+                "from_numpy": h2d_ours, "torch_cuda": h2d_torch, "h2d_ratio": h2d_ours / h2d_torch,
+                "to_numpy": d2h_ours, "torch_cpu": d2h_torch, "d2h_ratio": d2h_ours / d2h_torch,
+            },
+        }
+
+    result = aggregate(repeat_runs(args.runs, one_run))
+    add = result["add_1elem_us"]
+    if cp is None:
+        add["cupy"] = "absent: cupy is not installed"
+    transfer = result["transfer_256MiB_GBps"]
+    verdicts = {
+        "add_1elem_le_2.5us": absolute_verdict(add["pygpukit"], 2.5),
+        "add_1elem_vs_torch": verdict(add["torch_over_ours"], better="higher"),
+        "import_le_60ms": absolute_verdict(result["import_ms"]["pygpukit_minus_numpy"], 60.0),
+        "from_numpy_ge_90pct_of_torch": verdict(transfer["h2d_ratio"], better="higher",
+                                                target=0.9),
+        "to_numpy_ge_90pct_of_torch": verdict(transfer["d2h_ratio"], better="higher",
+                                              target=0.9),
     }
-    version = drv.driver_version()
-    report["driver_cuda_version"] = f"{version // 1000}.{version % 1000 // 10}"
+    report = report_head("array", args.runs, ops=args.ops, rounds=args.rounds, **result,
+                         verdicts=verdicts)
     args.out.write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
 

@@ -1,111 +1,156 @@
-"""Copy / cast bandwidth of pgk_copy, side by side with PyTorch in the same run, on the same GPU.
+"""Copy / cast bandwidth through the public API, side by side with PyTorch in the same run.
 
-Rows (float32 source of --mib MiB, random data): the float32 -> bfloat16 cast, the contiguous
-float32 copy, and the transposed 2-D copy (and cast), each vs torch's `.to(torch.bfloat16)`,
-`.clone()`, `.t().contiguous()`.  GB/s count bytes read + written; "% of copy_" is the ratio to
-torch's `copy_` of a float32 buffer of the same size (the bandwidth ceiling).  CUDA events on
-torch's current stream (our launcher runs on that stream), 3 warm-ups, median of --repeat.
+Rows (float32 source of --mib MiB, random data), each in two like-for-like forms:
+
+- both allocate: ``x.astype(gp.bfloat16)`` vs ``t.to(torch.bfloat16)``, ``x.copy()`` vs
+  ``t.clone()``, ``gp.ascontiguousarray(m.T)`` vs ``m.t().contiguous()``, and the transposed
+  cast ``gp.ascontiguousarray(m.T, gp.bfloat16)`` vs ``m.t().to(torch.bfloat16,
+  memory_format=torch.contiguous_format)``;
+- both write into an existing array: ``dst[...] = src`` vs ``dst.copy_(src)``, for the same
+  four.
+
+GB/s count bytes read + written; "% of copy" is the ratio to torch's ``copy_`` of a float32
+buffer of the same size (the bandwidth ceiling), measured in each run.  pygpukit ops are timed
+with pygpukit events on its current stream, torch's with torch events on torch's; 3 warm-ups,
+median of --repeat samples of --batch back-to-back calls behind one untimed call (the device's
+throughput, as bench_math).  Every result is checked bit for bit against torch's once; the
+timings are repeated --runs times and reported as min / median / max over the runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-from _timing import finish_rows, median_event_ms, torch_event, torch_report
+from _runs import (
+    add_runs_argument,
+    aggregate,
+    repeat_runs,
+    report_head,
+    require_commit,
+    verdict,
+)
+from _timing import median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
 
-import pygpukit_kernels as pk
+import pygpukit as gp
+
+ALLOC, INTO = "both allocate", "both write into an existing array"
 
 
-def time_ms(fn: Callable[[], object], repeat: int) -> float:
-    """Median milliseconds of ``fn`` between CUDA events on torch's current stream."""
-    return median_event_ms(fn, repeat, torch_event)
+def gbps(nbytes: int, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e9
 
 
-def i64(values: list[int]) -> Any:
-    return (ctypes.c_int64 * max(len(values), 1))(*values)
+def bits(a: Any) -> np.ndarray[Any, Any]:
+    """The raw bits of a pygpukit array or a torch tensor, as a NumPy array (exact compare)."""
+    if isinstance(a, torch.Tensor):
+        as_int = {2: torch.int16, 4: torch.int32}[a.element_size()]
+        return a.contiguous().view(as_int).cpu().numpy()
+    host = a.to_numpy()
+    return host.view({2: np.int16, 4: np.int32}[host.dtype.itemsize])
 
 
 def main() -> None:
     """Run the benchmark and write the JSON report."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--mib", type=int, default=256, help="float32 source size in MiB")
-    parser.add_argument("--repeat", type=int, default=20)
+    # 7 samples per run x 3 runs: about the 20 samples of one run before --runs existed.
+    parser.add_argument("--repeat", type=int, default=7, help="timed samples per run")
+    parser.add_argument("--batch", type=int, default=10,
+                        help="back-to-back calls per timed sample (1: per-call latency)")
     parser.add_argument("--out", type=Path, required=True)
+    add_runs_argument(parser)
     args = parser.parse_args()
+    require_commit()
+    assert gp.backend() == "cuda", "the benchmark needs the CUDA backend"
 
-    lib = pk.load()
-    codes = pk.DTYPE_CODES
-    torch.manual_seed(0)
     n = args.mib * 2**20 // 4
     side = math.isqrt(n)
-    x = torch.randn(n, device="cuda", dtype=torch.float32)
-    stream = torch.cuda.current_stream().cuda_stream
+    host = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+    gx, tx = gp.from_numpy(host), torch.from_numpy(host).cuda()
+    gm, tm = gx[: side * side].reshape(side, side), tx[: side * side].view(side, side)
+    torch.cuda.synchronize()
 
-    def pgk_copy(src: torch.Tensor, dst: torch.Tensor) -> None:
-        """dst[...] = src through pgk_copy (shapes equal, any strides)."""
-        shape = list(src.shape)
-        rc = lib.pgk_copy(src.data_ptr(), codes[str(src.dtype).removeprefix("torch.")],
-                          i64([s * src.element_size() for s in src.stride()]),
-                          dst.data_ptr(), codes[str(dst.dtype).removeprefix("torch.")],
-                          i64([s * dst.element_size() for s in dst.stride()]),
-                          len(shape), i64(shape), stream)
-        assert rc == 0, lib.pgk_error_name(rc)
+    def ours(fn: Callable[[], object]) -> float:
+        return median_event_ms(fn, args.repeat, gp.Event, args.batch)
 
-    def gbps(nbytes: int, ms: float) -> float:
-        return nbytes / (ms * 1e-3) / 1e9
+    def theirs(fn: Callable[[], object]) -> float:
+        return median_event_ms(fn, args.repeat, torch_event, args.batch)
 
-    ceiling_out = torch.empty_like(x)
-    copy_ms = time_ms(lambda: ceiling_out.copy_(x), args.repeat)
-    ceiling = gbps(2 * 4 * n, copy_ms)
-    rows: list[dict[str, Any]] = [
-        {"op": "torch copy_ f32 (ceiling)", "bytes": 8 * n, "ms": copy_ms, "GB/s": ceiling}]
+    g16, t16 = gp.empty(n, gp.bfloat16), torch.empty(n, device="cuda", dtype=torch.bfloat16)
+    g32, t32 = gp.empty(n), torch.empty_like(tx)
+    gt32, tt32 = gp.empty((side, side)), torch.empty(side, side, device="cuda")
+    gt16 = gp.empty((side, side), gp.bfloat16)
+    tt16 = torch.empty(side, side, device="cuda", dtype=torch.bfloat16)
 
-    def add(op: str, nbytes: int, ours: Callable[[], object], theirs: Callable[[], object],
-            theirs_name: str) -> None:
-        ours_ms = time_ms(ours, args.repeat)
-        theirs_ms = time_ms(theirs, args.repeat)
-        for who, ms in (("pygpukit", ours_ms), (theirs_name, theirs_ms)):
-            rows.append({"op": f"{op} ({who})", "bytes": nbytes, "ms": ms,
-                         "GB/s": gbps(nbytes, ms)})
-        rows[-2]["speed_vs_torch"] = theirs_ms / ours_ms
+    def assign(dst: gp.GPUArray, src: gp.GPUArray) -> None:
+        dst[...] = src
 
-    # 1. float32 -> bfloat16, contiguous
-    y16 = torch.empty(n, device="cuda", dtype=torch.bfloat16)
-    pgk_copy(x, y16)
-    assert torch.equal(y16, x.to(torch.bfloat16))
-    add("cast f32->bf16", 6 * n, lambda: pgk_copy(x, y16), lambda: x.to(torch.bfloat16),
-        "torch .to(bfloat16)")
+    transpose = f"transpose {side}x{side} f32"
+    transpose_cast = f"transpose+cast {side}x{side} f32->bf16"
+    # (op, policy, bytes read + written, ours, torch's, what each side calls)
+    cases: list[tuple[str, str, int, Callable[[], Any], Callable[[], Any], str]] = [
+        ("cast f32->bf16", ALLOC, 6 * n, lambda: gx.astype(gp.bfloat16),
+         lambda: tx.to(torch.bfloat16), "x.astype(gp.bfloat16) | t.to(torch.bfloat16)"),
+        ("cast f32->bf16", INTO, 6 * n, lambda: assign(g16, gx), lambda: t16.copy_(tx),
+         "y16[...] = x | y16.copy_(t)"),
+        ("copy f32", ALLOC, 8 * n, lambda: gx.copy(), lambda: tx.clone(),
+         "x.copy() | t.clone()"),
+        ("copy f32", INTO, 8 * n, lambda: assign(g32, gx), lambda: t32.copy_(tx),
+         "y[...] = x | y.copy_(t)"),
+        (transpose, ALLOC, 8 * side * side, lambda: gp.ascontiguousarray(gm.T),
+         lambda: tm.t().contiguous(), "gp.ascontiguousarray(m.T) | m.t().contiguous()"),
+        (transpose, INTO, 8 * side * side, lambda: assign(gt32, gm.T),
+         lambda: tt32.copy_(tm.t()), "y[...] = m.T | y.copy_(m.t())"),
+        (transpose_cast, ALLOC, 6 * side * side,
+         lambda: gp.ascontiguousarray(gm.T, gp.bfloat16),
+         lambda: tm.t().to(torch.bfloat16, memory_format=torch.contiguous_format),
+         "gp.ascontiguousarray(m.T, gp.bfloat16) | m.t().to(torch.bfloat16, "
+         "memory_format=torch.contiguous_format)"),
+        (transpose_cast, INTO, 6 * side * side, lambda: assign(gt16, gm.T),
+         lambda: tt16.copy_(tm.t()), "y16[...] = m.T | y16.copy_(m.t())"),
+    ]
+    # Once: every result equals torch's bit for bit (the casts round to nearest even alike).
+    for op, policy, _nbytes, mine, torch_fn, _calls in cases:
+        got, want = mine(), torch_fn()
+        if policy == INTO:
+            got, want = {"cast f32->bf16": (g16, t16), "copy f32": (g32, t32),
+                         transpose: (gt32, tt32), transpose_cast: (gt16, tt16)}[op]
+        assert np.array_equal(bits(got), bits(want)), f"{op} ({policy}): differs from torch"
+    ceiling_out = torch.empty_like(tx)
 
-    # 2. float32 contiguous copy
-    y32 = torch.empty_like(x)
-    pgk_copy(x, y32)
-    assert torch.equal(y32, x)
-    add("copy f32", 8 * n, lambda: pgk_copy(x, y32), lambda: x.clone(), "torch .clone()")
+    def one_run(_: int) -> list[dict[str, Any]]:
+        copy_ms = theirs(lambda: ceiling_out.copy_(tx))
+        ceiling = gbps(8 * n, copy_ms)
+        rows: list[dict[str, Any]] = [
+            {"op": "torch copy_ f32 (ceiling)", "policy": INTO, "bytes": 8 * n, "ms": copy_ms,
+             "GB/s": ceiling}]
+        for op, policy, nbytes, mine, torch_fn, calls in cases:
+            ours_ms, theirs_ms = ours(mine), theirs(torch_fn)
+            ours_call, torch_call = calls.split(" | ")
+            rows.append({"op": f"{op} (pygpukit)", "policy": policy, "calls": ours_call,
+                         "bytes": nbytes, "ms": ours_ms, "GB/s": gbps(nbytes, ours_ms),
+                         "speed_vs_torch": theirs_ms / ours_ms})
+            rows.append({"op": f"{op} (torch)", "policy": policy, "calls": torch_call,
+                         "bytes": nbytes, "ms": theirs_ms, "GB/s": gbps(nbytes, theirs_ms)})
+        pct_of_copy(rows, ceiling)
+        return rows
 
-    # 3. transposed 2-D copy (and cast)
-    m = x[: side * side].view(side, side)
-    t32 = torch.empty(side, side, device="cuda", dtype=torch.float32)
-    pgk_copy(m.t(), t32)
-    assert torch.equal(t32, m.t().contiguous())
-    add(f"transpose {side}x{side} f32", 8 * side * side, lambda: pgk_copy(m.t(), t32),
-        lambda: m.t().contiguous(), "torch .t().contiguous()")
-    t16 = torch.empty(side, side, device="cuda", dtype=torch.bfloat16)
-    pgk_copy(m.t(), t16)
-    assert torch.equal(t16, m.t().to(torch.bfloat16))
-    add(f"transpose+cast {side}x{side} f32->bf16", 6 * side * side,
-        lambda: pgk_copy(m.t(), t16),
-        lambda: m.t().to(torch.bfloat16, memory_format=torch.contiguous_format),
-        "torch .t().to(bfloat16)")
-
-    report = torch_report("copy_cast", source_mib=args.mib, repeat=args.repeat)
-    finish_rows(report, rows, ceiling, args.out,
-                f"{report['device']}  {args.mib} MiB float32 source, median of {args.repeat}")
+    rows = aggregate(repeat_runs(args.runs, one_run))
+    for r in rows:
+        if "speed_vs_torch" in r:  # torch time / ours per run: > 1 is faster than torch
+            r["verdict"] = verdict(r["speed_vs_torch"], better="higher")
+    report = report_head("copy_cast", args.runs, source_mib=args.mib, repeat=args.repeat,
+                         batch=args.batch, rows=rows)
+    args.out.write_text(json.dumps(report, indent=2))
+    print_bandwidth_rows(f"{report['device']}  {args.mib} MiB float32 source, {args.runs} runs "
+                         f"of {args.repeat} samples of {args.batch} calls", rows)
 
 
 if __name__ == "__main__":

@@ -20,16 +20,20 @@ Same run, same GPU. The kernel is the seed README's ``scale`` ("Custom JIT Kerne
     the same launch repeated in C++ (the driver's own floor),
     CuPy's RawKernel and torch's ``x.mul_(0.5)`` (one eager kernel).
 
+(a), (b) and (c) are repeated --runs times (each run with fresh cache folders) and every
+figure reported as min / median / max over the runs; --compiles, --procs and --rounds are per
+run.  CuPy and torch are optional: one not installed is recorded as absent; one installed that
+fails has its error recorded, and the script exits non-zero.
+
     python benchmarks/bench_jit.py --out benchmarks/results/jit-h200.json
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import importlib.util
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -40,6 +44,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _runs import (
+    absolute_verdict,
+    add_runs_argument,
+    aggregate,
+    repeat_runs,
+    report_head,
+    require_commit,
+    verdict,
+)
 from _timing import burst_us, host_loop_us
 
 import pygpukit as gp
@@ -53,6 +66,9 @@ void scale(float* x, float factor, int n) {
 }
 """
 N_ELEMS = 1024
+# Optional peers: absent ones are recorded as such (importing cupy here would initialize it).
+HAVE_CUPY = importlib.util.find_spec("cupy") is not None
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def salted() -> str:
@@ -175,12 +191,15 @@ def fresh_process(procs: int, tmp: Path) -> dict[str, Any]:
         if flow == "readme":
             out[flow]["is_nvrtc_available_ms_median"] = statistics.median(
                 r["is_nvrtc_available_ms"] for r in runs)
+    if not HAVE_CUPY:
+        out["cupy"] = {"absent": "cupy is not installed"}
+        return out
     try:
         run_child(CHILD_CUPY, [str(src_file)], env)
         cupy_runs = [run_child(CHILD_CUPY, [str(src_file)], env) for _ in range(procs)]
         out["cupy"] = {"jit_ms_median": statistics.median(r["jit_ms"] for r in cupy_runs),
                        "runs": cupy_runs}
-    except Exception as exc:  # report, do not hide, a competitor that could not run
+    except Exception as exc:  # recorded in the JSON and turned into a non-zero exit
         out["cupy"] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
 
@@ -268,120 +287,120 @@ def table(rows: list[tuple[str, str]]) -> None:
         print(f"  {a:{width}}  {b}")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--compiles", type=int, default=7)
-    ap.add_argument("--procs", type=int, default=7)
-    ap.add_argument("-n", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=7)
-    opts = ap.parse_args()
-    if not gp.is_nvrtc_available():
-        print("needs the CUDA backend and pygpukit[jit]", file=sys.stderr)
-        return 1
-    import pygpukit_nvrtc
+def peer(name: str, present: bool, fn: Any, *args: Any) -> dict[str, Any]:
+    """Run an optional peer's measurement: its result, ``absent`` or its recorded ``error``."""
+    if not present:
+        return {"absent": f"{name} is not installed"}
+    try:
+        result: dict[str, Any] = fn(*args)
+    except Exception as exc:  # recorded in the JSON and turned into a non-zero exit
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+        print(f"{name} failed: {result['error']}", file=sys.stderr)
+    return result
 
-    v = drv.driver_version()
-    report: dict[str, Any] = {
-        "benchmark": "jit",
-        "device": drv.Device(0).name,
-        "driver_cuda_version": f"{v // 1000}.{v % 1000 // 10}",
-        "python": platform.python_version(),
-        "nvrtc": ".".join(map(str, pygpukit_nvrtc.version())),
-        "nvrtc_path": pygpukit_nvrtc.path(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": os.environ.get("PYGPUKIT_COMMIT", "unknown"),
-        "method": __doc__,
-    }
+
+def one_run(opts: argparse.Namespace) -> dict[str, Any]:
+    """(a), (b) and (c) once, with fresh cache folders, and the run's summary figures."""
+    run: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-jit-") as tmp_name:
         tmp = Path(tmp_name)
         os.environ["PYGPUKIT_CACHE_DIR"] = str(tmp / "cold-cache")
         os.environ["CUPY_CACHE_DIR"] = str(tmp / "cold-cupy")
         x = gp.from_numpy(np.ones(N_ELEMS, dtype=np.float32))
         cold: dict[str, Any] = {"ours_nocache": cold_ours(x, opts.compiles, cache=False),
-                                "ours_cache_miss": cold_ours(x, opts.compiles, cache=True)}
-        try:
-            cold["cupy"] = cold_cupy(opts.compiles)
-        except Exception as exc:  # report, do not hide, a competitor that could not run
-            cold["cupy"] = {"error": f"{type(exc).__name__}: {exc}"}
-        report["cold_compile"] = cold
-        report["fresh_process_cache_hit"] = fresh_process(opts.procs, tmp)
+                                "ours_cache_miss": cold_ours(x, opts.compiles, cache=True),
+                                "cupy": peer("cupy", HAVE_CUPY, cold_cupy, opts.compiles)}
+        run["cold_compile"] = cold
+        run["fresh_process_cache_hit"] = fresh_process(opts.procs, tmp)
         os.environ.pop("PYGPUKIT_CACHE_DIR")  # the folders go with tmp
         os.environ.pop("CUPY_CACHE_DIR")
     launch: dict[str, Any] = {"n": opts.n, "rounds": opts.rounds,
-                              "ours": launch_ours(opts.n, opts.rounds)}
-    for name, fn in (("cupy", launch_cupy), ("torch", launch_torch)):
-        try:
-            launch[name] = fn(opts.n, opts.rounds)
-        except Exception as exc:  # report, do not hide, a competitor that could not run
-            launch[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    report["launch"] = launch
+                              "ours": launch_ours(opts.n, opts.rounds),
+                              "cupy": peer("cupy", HAVE_CUPY, launch_cupy, opts.n, opts.rounds),
+                              "torch": peer("torch", HAVE_TORCH, launch_torch, opts.n,
+                                            opts.rounds)}
+    run["launch"] = launch
 
-    ours_cold = cold["ours_nocache"]["ms_median"]
-    hit = report["fresh_process_cache_hit"]
-    jit_us = launch["ours"]["jit_keywords"]["us_per_call_median"]
+    hit = run["fresh_process_cache_hit"]
+    ours = launch["ours"]
     summary: dict[str, Any] = {
-        "cold_compile_ours_ms": ours_cold,
+        "cold_compile_ours_ms": cold["ours_nocache"]["ms_median"],
         "cold_compile_ours_cache_miss_ms": cold["ours_cache_miss"]["ms_median"],
         "cache_hit_fresh_process_readme_flow_ms": hit["readme"]["jit_ms_median"],
         "cache_hit_fresh_process_jit_first_ms": hit["jit_first"]["jit_ms_median"],
         "is_nvrtc_available_fresh_process_ms": hit["readme"]["is_nvrtc_available_ms_median"],
-        "launch_jit_keywords_us": jit_us,
-        "launch_jit_positional_us": launch["ours"]["jit_positional"]["us_per_call_median"],
-        "launch_jit_bound_us": launch["ours"]["jit_bound"]["us_per_call_median"],
-        "launch_bare_launcher_us": launch["ours"]["bare_launcher"]["us_per_call_median"],
-        "launch_c_loop_floor_us": launch["ours"]["c_loop_floor"]["us_per_call_median"],
-        "gpu_us_per_kernel": launch["ours"]["gpu_us_per_kernel"],
-        "launch_jit_burst256_us": launch["ours"]["jit_burst256_us_median"],
+        "launch_jit_keywords_us": ours["jit_keywords"]["us_per_call_median"],
+        "launch_jit_positional_us": ours["jit_positional"]["us_per_call_median"],
+        "launch_jit_bound_us": ours["jit_bound"]["us_per_call_median"],
+        "launch_bare_launcher_us": ours["bare_launcher"]["us_per_call_median"],
+        "launch_c_loop_floor_us": ours["c_loop_floor"]["us_per_call_median"],
+        "gpu_us_per_kernel": ours["gpu_us_per_kernel"],
+        "launch_jit_burst256_us": ours["jit_burst256_us_median"],
     }
     if "ms_median" in cold["cupy"]:
         summary["cold_compile_cupy_ms"] = cold["cupy"]["ms_median"]
-        summary["cold_compile_ratio_ours_over_cupy"] = ours_cold / cold["cupy"]["ms_median"]
-        summary["cold_compile_target_met"] = ours_cold <= cold["cupy"]["ms_median"]
+        summary["cold_compile_ratio_ours_over_cupy"] = (summary["cold_compile_ours_ms"]
+                                                        / cold["cupy"]["ms_median"])
     if "jit_ms_median" in hit["cupy"]:
         summary["cache_hit_fresh_process_cupy_ms"] = hit["cupy"]["jit_ms_median"]
-    summary["cache_hit_target_met_readme_flow"] = hit["readme"]["jit_ms_median"] <= 2.0
-    summary["cache_hit_target_met_jit_first"] = hit["jit_first"]["jit_ms_median"] <= 2.0
     if "raw_kernel" in launch["cupy"]:
         summary["launch_cupy_raw_kernel_us"] = launch["cupy"]["raw_kernel"]["us_per_call_median"]
     if "mul_" in launch["torch"]:
         summary["launch_torch_mul_us"] = launch["torch"]["mul_"]["us_per_call_median"]
-    summary["launch_target_met"] = jit_us <= 2.5
-    summary["launch_target_met_bound"] = summary["launch_jit_bound_us"] <= 2.5
-    report["summary"] = summary
+    run["summary"] = summary
+    return run
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    # Per run; x 3 runs about the 7 compiles / 7 processes / 100 000 x 7 launches of one run
+    # before --runs existed.
+    ap.add_argument("--compiles", type=int, default=3, help="cold compiles per side per run")
+    ap.add_argument("--procs", type=int, default=3, help="fresh processes per flow per run")
+    ap.add_argument("-n", type=int, default=75_000)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of -n launches per run")
+    add_runs_argument(ap)
+    opts = ap.parse_args()
+    require_commit()
+    if not gp.is_nvrtc_available():
+        print("needs the CUDA backend and pygpukit[jit]", file=sys.stderr)
+        return 1
+    import pygpukit_nvrtc
+
+    runs = repeat_runs(opts.runs, lambda _: one_run(opts))
+    report = report_head("jit", opts.runs, nvrtc=".".join(map(str, pygpukit_nvrtc.version())),
+                         nvrtc_path=pygpukit_nvrtc.path(), method=__doc__, **aggregate(runs))
+    summary = report["summary"]
+    verdicts = {
+        "cache_hit_readme_flow_le_2ms": absolute_verdict(
+            summary["cache_hit_fresh_process_readme_flow_ms"], 2.0),
+        "cache_hit_jit_first_le_2ms": absolute_verdict(
+            summary["cache_hit_fresh_process_jit_first_ms"], 2.0),
+        "launch_keywords_le_2.5us": absolute_verdict(summary["launch_jit_keywords_us"], 2.5),
+        "launch_bound_le_2.5us": absolute_verdict(summary["launch_jit_bound_us"], 2.5),
+    }
+    if "cold_compile_ratio_ours_over_cupy" in summary:  # target: no slower than CuPy
+        verdicts["cold_compile_le_cupy"] = verdict(
+            summary["cold_compile_ratio_ours_over_cupy"], better="lower", target=1.0)
+    report["verdicts"] = verdicts
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.out.write_text(json.dumps(report, indent=2) + "\n")
 
     print(f"gp.jit on {report['device']} (driver CUDA {report['driver_cuda_version']}, "
-          f"NVRTC {report['nvrtc']} at {report['nvrtc_path']})")
-    rows = [("(a) cold compile+load+launch, ours (cache=False)", f"{ours_cold:8.2f} ms"),
-            ("    ours, disk cache on (miss)",
-             f"{cold['ours_cache_miss']['ms_median']:8.2f} ms")]
-    if "cold_compile_cupy_ms" in summary:
-        rows.append(("    CuPy RawKernel (fresh cache)",
-                     f"{summary['cold_compile_cupy_ms']:8.2f} ms  (ours/CuPy "
-                     f"{summary['cold_compile_ratio_ours_over_cupy']:.2f})"))
-    rows += [("(b) fresh process cache hit, README flow", f"{hit['readme']['jit_ms_median']:8.3f}"
-              f" ms  (is_nvrtc_available() before it: "
-              f"{summary['is_nvrtc_available_fresh_process_ms']:.2f} ms)"),
-             ("    gp.jit first (finds+loads NVRTC too)",
-              f"{hit['jit_first']['jit_ms_median']:8.3f} ms")]
-    if "cache_hit_fresh_process_cupy_ms" in summary:
-        rows.append(("    CuPy RawKernel(...).kernel (disk hit)",
-                     f"{summary['cache_hit_fresh_process_cupy_ms']:8.3f} ms"))
-    rows += [("(c) launch, JITKernel kernel(x, factor=, n=)", f"{jit_us:8.3f} us"),
-             ("    JITKernel positional", f"{summary['launch_jit_positional_us']:8.3f} us"),
-             ("    BoundLaunch (kernel.bind(...)())", f"{summary['launch_jit_bound_us']:8.3f} us"),
-             ("    bare pygpukit_driver.Launcher", f"{summary['launch_bare_launcher_us']:8.3f} us"),
-             ("    cuLaunchKernel from a C++ loop", f"{summary['launch_c_loop_floor_us']:8.3f} us"),
-             ("    GPU time per kernel", f"{summary['gpu_us_per_kernel']:8.3f} us")]
-    if "launch_cupy_raw_kernel_us" in summary:
-        rows.append(("    CuPy RawKernel", f"{summary['launch_cupy_raw_kernel_us']:8.3f} us"))
-    if "launch_torch_mul_us" in summary:
-        rows.append(("    torch x.mul_(0.5)", f"{summary['launch_torch_mul_us']:8.3f} us"))
-    table(rows)
-    print(json.dumps({k: v for k, v in summary.items() if k.endswith("met")}))
+          f"NVRTC {report['nvrtc']} at {report['nvrtc_path']}), {opts.runs} runs: "
+          "median [min-max]")
+    table([(key, f"{v['median']:9.3f} [{v['min']:.3f}-{v['max']:.3f}]")
+           for key, v in summary.items() if isinstance(v, dict) and "median" in v])
+    print(json.dumps(verdicts, indent=2))
+    failed = [f"{part}.{name}" for r in runs
+              for part in ("cold_compile", "fresh_process_cache_hit", "launch")
+              for name, value in r[part].items() if isinstance(value, dict) and "error" in value]
+    if failed:
+        print(f"failed: {', '.join(sorted(set(failed)))} (errors in {opts.out})",
+              file=sys.stderr)
+        return 1
     return 0
 
 

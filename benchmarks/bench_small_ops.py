@@ -1,9 +1,12 @@
 """Small-op host cost (issue 08), side by side with torch and CuPy in the same run.
 
 For each op on tiny arrays: wall-clock microseconds per call over ``--calls`` back-to-back
-asynchronous calls, one synchronization at the end (median of 5 rounds), for pygpukit, torch
-and CuPy; the whole measurement is repeated ``--runs`` times and each figure reported as
-min / median / max with the ratio to torch computed per run.  Beside them, the C
+asynchronous calls, one synchronization at the end (median of --rounds rounds), for pygpukit,
+torch and CuPy; the whole measurement is repeated ``--runs`` times and each figure reported as
+min / median / max with the ratio to torch computed per run.  Each run is followed by the same
+run in a fresh process with ``PGK_TUNE_PDL=0`` (programmatic dependent launch off: the kernels
+library and pygpukit read it once per process), so the default and the PDL-off rows sit side
+by side in one file, interleaved in time (``--no-pdl-off`` skips them).  Beside them, the C
 ``cuLaunchKernel`` floor of this run (a prepared launch repeated from C++, no Python), a
 captured graph of ~100 mixed small ops (elementwise, reductions, casts, a GEMM, JIT) replayed
 vs run eagerly (and torch.cuda.graph of the same ops), and a JIT keyword call vs its bound
@@ -13,55 +16,54 @@ launch.  Writes JSON to --out.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _timing import torch_report
+from _runs import add_runs_argument, report_head, require_commit, spread, verdict
 
 JIT_SRC = r'''extern "C" __global__ void scale(float* x, float factor, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= factor; }'''
 
 
-def per_call_us(fn: Callable[[], object], sync: Callable[[], object], calls: int) -> float:
-    """Median over 5 rounds of wall-clock µs per call (``calls`` calls, then one sync)."""
+def per_call_us(fn: Callable[[], object], sync: Callable[[], object], calls: int,
+                rounds: int = 3) -> float:
+    """Median over ``rounds`` rounds of wall-clock µs per call (``calls`` calls, one sync)."""
     for _ in range(200):
         fn()
     sync()
-    rounds = []
-    for _ in range(5):
+    samples = []
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         sync()
-        rounds.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(rounds)
+        samples.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(samples)
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
-
-
-def verdict(ratios: list[float], target: float) -> str:
-    """'met' when every run is within the target ratio, 'on par' when runs straddle 1.0."""
-    if max(ratios) <= target:
-        return "met"
-    if min(ratios) <= 1.0 <= max(ratios):
-        return "on par"
-    return "not met"
-
-
-def one_run(calls: int) -> dict[str, Any]:
-    import cupy as cp
+def one_run(calls: int, rounds: int) -> dict[str, Any]:
+    """One run in this process: every op, the launch floors, graphs and the JIT call."""
     import torch
+
+    cp: Any = None
+    if importlib.util.find_spec("cupy") is not None:  # optional: its column is then absent
+        import cupy as cp
 
     import pygpukit as gp
     import pygpukit_driver as drv
+
+    def timed(fn: Callable[[], object], sync: Callable[[], object], n: int) -> float:
+        return per_call_us(fn, sync, n, rounds)
 
     rng = np.random.default_rng(0)
     host = {
@@ -76,10 +78,10 @@ def one_run(calls: int) -> dict[str, Any]:
     }
     g = {k: gp.from_numpy(v) for k, v in host.items()}
     t = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
-    c = {k: cp.asarray(v) for k, v in host.items()}
+    c = {k: cp.asarray(v) for k, v in host.items()} if cp is not None else {}
     gsync = gp.current_stream().synchronize
     tsync = torch.cuda.synchronize
-    csync = cp.cuda.get_current_stream().synchronize
+    csync = cp.cuda.get_current_stream().synchronize if cp is not None else None
     cases: dict[str, tuple[Callable[[], object], Callable[[], object],
                            Callable[[], object] | None, float]] = {
         # name: (ours, torch, cupy, the issue's target ratio to torch)
@@ -107,10 +109,10 @@ def one_run(calls: int) -> dict[str, Any]:
     }
     rows: dict[str, Any] = {}
     for name, (ours, theirs, cupys, target) in cases.items():
-        row = {"ours_us": per_call_us(ours, gsync, calls),
-               "torch_us": per_call_us(theirs, tsync, calls), "target_vs_torch": target}
-        if cupys is not None:
-            row["cupy_us"] = per_call_us(cupys, csync, calls)
+        row = {"ours_us": timed(ours, gsync, calls),
+               "torch_us": timed(theirs, tsync, calls), "target_vs_torch": target}
+        if cupys is not None and csync is not None:
+            row["cupy_us"] = timed(cupys, csync, calls)
         rows[name] = row
 
     # The C launch floor: a small-ops kernel launched from a C++ loop (no Python per launch).
@@ -122,14 +124,14 @@ def one_run(calls: int) -> dict[str, Any]:
     args = (0, 0, out.data_ptr, 8, g["a1"].data_ptr, 8, 1, g["b1"].data_ptr, 8, 1, 0, 0, 0,
             0.0, 0.0, 1)
     floor = []
-    for _ in range(5):
+    for _ in range(rounds):
         gsync()
         t0 = time.perf_counter()
         drv._driver._launch_loop(launcher, calls, *args)
         gsync()
         floor.append((time.perf_counter() - t0) / calls * 1e6)
     extra = {"c_launch_floor_us": statistics.median(floor),
-             "python_prepared_launch_us": per_call_us(
+             "python_prepared_launch_us": timed(
                  lambda: launcher.launch(1, stream.handle, *args), gsync, calls)}
 
     # ~100 mixed small ops, captured once, replayed; the same eagerly; torch's graph likewise.
@@ -171,9 +173,9 @@ def one_run(calls: int) -> dict[str, Any]:
     same = captured.to_numpy().tobytes() == mixed().to_numpy().tobytes()
     extra["graph"] = {
         "ops": nops, "replay_equals_eager": same,
-        "replay_us_per_op": per_call_us(graph.replay, gsync, max(calls // 10, 100)) / nops,
-        "eager_us_per_op": per_call_us(mixed, gsync, max(calls // 100, 20)) / nops,
-        "torch_eager_us_per_op": per_call_us(mixed_torch, tsync, max(calls // 100, 20)) / nops,
+        "replay_us_per_op": timed(graph.replay, gsync, max(calls // 10, 100)) / nops,
+        "eager_us_per_op": timed(mixed, gsync, max(calls // 100, 20)) / nops,
+        "torch_eager_us_per_op": timed(mixed_torch, tsync, max(calls // 100, 20)) / nops,
     }
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -183,69 +185,128 @@ def one_run(calls: int) -> dict[str, Any]:
     tgraph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(tgraph):
         mixed_torch()
-    extra["graph"]["torch_replay_us_per_op"] = per_call_us(
+    extra["graph"]["torch_replay_us_per_op"] = timed(
         tgraph.replay, tsync, max(calls // 10, 100)) / nops
     graph.close()
 
     if kernel is not None:
         x = gp.ones(16)
         bound = kernel.bind(x, factor=1.0, n=16)
-        extra["jit"] = {"keyword_us": per_call_us(lambda: kernel(x, factor=1.0, n=16), gsync,
+        extra["jit"] = {"keyword_us": timed(lambda: kernel(x, factor=1.0, n=16), gsync,
                                                   calls),
-                        "bound_us": per_call_us(bound, gsync, calls)}
+                        "bound_us": timed(bound, gsync, calls)}
     return {"rows": rows, **extra}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every figure of ``runs`` as min / median / max, ratios to torch per run with verdicts."""
+    rows: dict[str, Any] = {}
+    for name, first in runs[0]["rows"].items():
+        ratio = spread([r["rows"][name]["ours_us"] / r["rows"][name]["torch_us"] for r in runs])
+        entry = {key: spread([r["rows"][name][key] for r in runs])
+                 for key in ("ours_us", "torch_us", "cupy_us") if key in first}
+        entry["ratio_vs_torch"] = ratio
+        entry["target_vs_torch"] = first["target_vs_torch"]
+        entry["verdict"] = verdict(ratio, better="lower", target=first["target_vs_torch"])
+        rows[name] = entry
+    graph: dict[str, Any] = {
+        key: spread([r["graph"][key] for r in runs])
+        for key in ("replay_us_per_op", "eager_us_per_op", "torch_eager_us_per_op",
+                    "torch_replay_us_per_op")}
+    graph["ops"] = runs[0]["graph"]["ops"]
+    graph["replay_equals_eager"] = all(r["graph"]["replay_equals_eager"] for r in runs)
+    graph["eager_over_replay"] = spread([r["graph"]["eager_us_per_op"]
+                                         / r["graph"]["replay_us_per_op"] for r in runs])
+    out: dict[str, Any] = {
+        "rows": rows, "graph": graph,
+        "c_launch_floor_us": spread([r["c_launch_floor_us"] for r in runs]),
+        "python_prepared_launch_us": spread([r["python_prepared_launch_us"] for r in runs])}
+    if all("jit" in r for r in runs):
+        out["jit"] = {
+            "keyword_us": spread([r["jit"]["keyword_us"] for r in runs]),
+            "bound_us": spread([r["jit"]["bound_us"] for r in runs]),
+            "keyword_over_bound": spread([r["jit"]["keyword_us"] / r["jit"]["bound_us"]
+                                          for r in runs])}
+    else:
+        out["jit"] = {"absent": "NVRTC is not available (pygpukit[jit] not installed)"}
+    return out
+
+
+def run_pdl_off(args: argparse.Namespace) -> dict[str, Any]:
+    """One run in a fresh process with ``PGK_TUNE_PDL=0``: its raw figures."""
+    with tempfile.TemporaryDirectory(prefix="bench-small-ops-") as tmp:
+        raw = Path(tmp) / "run.json"
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child-run",
+                        "--out", str(raw), "--calls", str(args.calls), "--rounds",
+                        str(args.rounds)], env={**os.environ, "PGK_TUNE_PDL": "0"}, check=True)
+        result: dict[str, Any] = json.loads(raw.read_text())
+    return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--calls", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=3)
+    # 3 rounds per figure (5 before the PDL-off runs doubled the work): same device time.
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --calls per figure")
+    parser.add_argument("--no-pdl-off", action="store_true",
+                        help="skip the runs with PGK_TUNE_PDL=0 in a fresh process")
+    parser.add_argument("--child-run", action="store_true", help=argparse.SUPPRESS)
+    add_runs_argument(parser)
     args = parser.parse_args()
-    if not os.environ.get("PYGPUKIT_COMMIT"):
-        raise SystemExit("set PYGPUKIT_COMMIT to the commit under test (ci/gpu-check does)")
-    runs = [one_run(args.calls) for _ in range(args.runs)]
-    summary: dict[str, Any] = {}
-    for name, first in runs[0]["rows"].items():
-        ratios = [r["rows"][name]["ours_us"] / r["rows"][name]["torch_us"] for r in runs]
-        entry = {key: spread([r["rows"][name][key] for r in runs])
-                 for key in ("ours_us", "torch_us", "cupy_us") if key in first}
-        entry["ratio_vs_torch"] = spread(ratios)
-        entry["target_vs_torch"] = first["target_vs_torch"]
-        entry["verdict"] = verdict(ratios, first["target_vs_torch"])
-        summary[name] = entry
-    graph = {key: spread([r["graph"][key] for r in runs])
-             for key in ("replay_us_per_op", "eager_us_per_op", "torch_eager_us_per_op",
-                         "torch_replay_us_per_op")}
-    graph["replay_equals_eager"] = all(r["graph"]["replay_equals_eager"] for r in runs)
-    graph["eager_over_replay"] = spread([r["graph"]["eager_us_per_op"]
-                                         / r["graph"]["replay_us_per_op"] for r in runs])
-    report = torch_report(
-        "small_ops", calls=args.calls, runs=args.runs, rows=summary, graph=graph,
-        c_launch_floor_us=spread([r["c_launch_floor_us"] for r in runs]),
-        python_prepared_launch_us=spread([r["python_prepared_launch_us"] for r in runs]))
-    if all("jit" in r for r in runs):
-        report["jit"] = {
-            "keyword_us": spread([r["jit"]["keyword_us"] for r in runs]),
-            "bound_us": spread([r["jit"]["bound_us"] for r in runs]),
-            "keyword_over_bound": spread([r["jit"]["keyword_us"] / r["jit"]["bound_us"]
-                                          for r in runs])}
+    require_commit()
+    if args.child_run:  # one run for the parent, in this process's PDL setting
+        args.out.write_text(json.dumps(one_run(args.calls, args.rounds)))
+        return 0
+    if os.environ.get("PGK_TUNE_PDL", "1").strip() == "0":
+        raise SystemExit("run without PGK_TUNE_PDL=0: the script measures the PDL-off rows "
+                         "itself, in a fresh process beside each default run")
+    default: list[dict[str, Any]] = []
+    pdl_off: list[dict[str, Any]] = []
+    for i in range(args.runs):  # interleaved, so that a drift of the machine hits both alike
+        print(f"-- run {i + 1}/{args.runs}", flush=True)
+        default.append(one_run(args.calls, args.rounds))
+        if not args.no_pdl_off:
+            print(f"-- run {i + 1}/{args.runs}, PGK_TUNE_PDL=0 (fresh process)", flush=True)
+            pdl_off.append(run_pdl_off(args))
+    summary = summarize(default)
+    report = report_head("small_ops", args.runs, calls=args.calls, rounds=args.rounds,
+                         **summary)
+    if pdl_off:
+        off = summarize(pdl_off)
+        # ours with PDL off / ours by default, paired by run: > 1 means PDL makes ours faster.
+        for name, entry in off["rows"].items():
+            gain = spread([o["rows"][name]["ours_us"] / d["rows"][name]["ours_us"]
+                           for d, o in zip(default, pdl_off, strict=True)])
+            entry["pdl_off_over_default"] = gain
+            entry["pdl_verdict"] = verdict(gain, better="lower")
+        report["pdl_off"] = {"env": {"PGK_TUNE_PDL": "0"}, **off}
+    else:
+        report["pdl_off"] = {"skipped": "--no-pdl-off"}
     args.out.write_text(json.dumps(report, indent=2))
     floor = report["c_launch_floor_us"]["median"]
     print(f"small ops, µs per call (median of {args.runs} runs; C launch floor {floor:.2f})")
-    for name, e in summary.items():
+    for name, e in summary["rows"].items():
         cupy = f"{e['cupy_us']['median']:6.2f}" if "cupy_us" in e else "     -"
         r = e["ratio_vs_torch"]
+        pdl = ""
+        if pdl_off:
+            o = report["pdl_off"]["rows"][name]
+            pdl = (f"  | PDL off: ours {o['ours_us']['median']:6.2f} "
+                   f"x{o['ratio_vs_torch']['median']:.2f} vs torch, off/default "
+                   f"{o['pdl_off_over_default']['median']:.2f}")
         print(f"  {name:26s} ours {e['ours_us']['median']:6.2f}  torch "
               f"{e['torch_us']['median']:6.2f}  cupy {cupy}  x{r['median']:.2f} "
-              f"[{r['min']:.2f}-{r['max']:.2f}] target {e['target_vs_torch']}: {e['verdict']}")
+              f"[{r['min']:.2f}-{r['max']:.2f}] target {e['target_vs_torch']}: "
+              f"{e['verdict']}{pdl}")
+    graph = summary["graph"]
     print(f"  graph: replay {graph['replay_us_per_op']['median']:.2f} µs/op, eager "
           f"{graph['eager_us_per_op']['median']:.2f}, torch graph "
           f"{graph['torch_replay_us_per_op']['median']:.2f}, eager/replay "
           f"{graph['eager_over_replay']['median']:.1f}x, bit-identical "
           f"{graph['replay_equals_eager']}")
-    if "jit" in report:
-        print(f"  jit keyword/bound {report['jit']['keyword_over_bound']['median']:.2f}")
+    if "keyword_over_bound" in summary["jit"]:
+        print(f"  jit keyword/bound {summary['jit']['keyword_over_bound']['median']:.2f}")
     return 0
 
 
