@@ -33,13 +33,23 @@ PACKAGES = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-nvrtc", "pygpukit-s
 # Wheels with native code that auditwheel checks and retags as manylinux (a PEP 517 build
 # tags them plain `linux`).
 REPAIRED = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-sched")
+# Their platform tag: glibc 2.28 (RHEL 8, Ubuntu 20.04+, Debian 11+), whatever glibc this machine
+# has -- the builds compile and link with zig (the `ziglang` build requirement) against 2.28.
+# Not yet the kernels: nvcc refuses zig's libc++/glibc headers as host compiler, and gcc's
+# static libstdc++/libgcc_eh here need glibc 2.32-2.36 (arc4random, _dl_find_object), so their
+# wheel keeps the tag auditwheel finds (this machine's glibc).
+MANYLINUX = f"manylinux_2_28_{platform.machine()}"
+FLOORED = ("pygpukit-driver", "pygpukit-sched")
+# maturin takes zig from the command line only ([tool.maturin] has no such key).
+BUILD_ENV = {"pygpukit-sched": {"MATURIN_PEP517_ARGS": "--zig --compatibility manylinux_2_28"}}
 # The CUDA kernels take many minutes to compile: their wheel is cached by a digest of the
 # package's files (git-tracked and untracked-but-not-ignored), the arch list and the platform,
 # under $PYGPUKIT_BUILD_CACHE (default ~/.cache/pygpukit-build).  Delete it to force a rebuild.
 CACHED_BUILDS = ("pygpukit-kernels",)
 BUILD_CACHE = Path(os.environ.get("PYGPUKIT_BUILD_CACHE",
                                   Path.home() / ".cache" / "pygpukit-build"))
-TEST_DIRS = [f"packages/{p}/tests" for p in PACKAGES]
+# benchmarks/test_report.py: the result aggregation and the README generator (no GPU needed).
+TEST_DIRS = [*(f"packages/{p}/tests" for p in PACKAGES), "benchmarks/test_report.py"]
 
 
 def _wheel(dist_dir: Path, package: str) -> Path:
@@ -50,15 +60,36 @@ def _wheel(dist_dir: Path, package: str) -> Path:
     return found[0]
 
 
+def _toolchain_versions() -> str:
+    """The host compilers' own version lines (a compiler upgrade must not reuse old objects)."""
+    lines = []
+    for tool in (os.environ.get("CXX", "c++"), os.environ.get("CC", "cc")):
+        try:
+            probe = subprocess.run([*tool.split(), "--version"], capture_output=True, text=True,
+                                   check=False)
+            first = probe.stdout.splitlines()[0] if probe.stdout else f"exit {probe.returncode}"
+            lines.append(f"{tool}: {first}")
+        except OSError as exc:
+            lines.append(f"{tool}: {exc.strerror}")
+    return "\n".join(lines)
+
+
 def _source_key(package: str) -> str:
     """A digest of everything a package's wheel is built from (sources, build config, archs)."""
     root = ROOT / "packages" / package
     digest = hashlib.sha256()
-    digest.update(os.environ.get("PYGPUKIT_CUDA_ARCHS", "<default>").encode())
     digest.update(f"{sys.platform}-{platform.machine()}".encode())
+    # What the build takes from outside the package folder: the environment that steers it and
+    # the host compiler (nvcc and the CUDA headers are pinned in its pyproject.toml, hashed below).
+    for var in ("PYGPUKIT_CUDA_ARCHS", "CC", "CXX", "CUDAHOSTCXX", "CMAKE_ARGS", "CFLAGS",
+                "CXXFLAGS", "LDFLAGS"):
+        digest.update(f"{var}={os.environ.get(var, '<unset>')}\0".encode())
+    digest.update(_toolchain_versions().encode())
     tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z", "."],
                              cwd=root, capture_output=True, check=True).stdout.split(b"\0")
     for name in sorted(filter(None, tracked)):
+        if name.startswith(b"tests/"):  # not in the wheel: editing a test must not rebuild it
+            continue
         path = root / name.decode()
         if path.is_file():
             digest.update(name + b"\0" + path.read_bytes())
@@ -77,7 +108,7 @@ def _build_raw_wheel(session: nox.Session, package: str) -> Path:
             shutil.copy2(hits[0], RAW)
             return _wheel(RAW, package)
     session.run("python", "-m", "pip", "wheel", "--no-deps", "-w", str(RAW),
-                f"packages/{package}")
+                f"packages/{package}", env=BUILD_ENV.get(package))
     raw = _wheel(RAW, package)
     if cache is not None:
         staging = cache.with_name(cache.name + f".tmp{os.getpid()}")
@@ -101,7 +132,10 @@ def build_wheels(session: nox.Session, dist: Path = DIST) -> dict[str, Path]:
         raw = _build_raw_wheel(session, package)
         if package in REPAIRED:
             session.run("auditwheel", "show", str(raw))
-            session.run("auditwheel", "repair", "--only-plat", "-w", str(dist), str(raw))
+            # The floor the zig-built wheels promise; auditwheel refuses a binary that needs
+            # a newer glibc than this.
+            plat = ["--plat", MANYLINUX] if package in FLOORED else []
+            session.run("auditwheel", "repair", "--only-plat", *plat, "-w", str(dist), str(raw))
         else:
             shutil.copy2(raw, dist)
     wheels = {p: _wheel(dist, p) for p in PACKAGES}
@@ -145,12 +179,15 @@ def build(session: nox.Session) -> None:
     build_wheels(session)
 
 
-@nox.session
+@nox.session(reuse_venv=False)
 def tests(session: nox.Session) -> None:
     """CPU-tier tests of every package against the installed wheels, stub checks, cargo test."""
     wheels = build_wheels(session)
     install_wheels(session, wheels)
-    session.install("pytest>=8", "hypothesis>=6.100", "mypy>=1.13")
+    # cuobjdump (NVIDIA's wheel; 13.2 is its oldest) lets the kernels' tests read the fatbins'
+    # SASS archs: in CI a missing tool is a failure, not a skip.
+    session.install("pytest>=8", "hypothesis>=6.100", "mypy==2.4.1",
+                    "nvidia-cuda-cuobjdump>=13.2,<14")
     session.run("python", "ci/check_install_matrix.py", str(DIST))
     # From a folder outside the source tree, so only the installed packages can be imported.
     tmp = session.create_tmp()
@@ -167,8 +204,9 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff, mypy --strict, cargo fmt --check and cargo clippy -D warnings."""
-    session.install("ruff>=0.8", "mypy>=1.13", "numpy>=1.24", "ml_dtypes>=0.4",
-                    "cuda-pathfinder>=1.3", "pytest>=8", "nox>=2024.10", "import-linter>=2.1")
+    # The checkers are pinned: a new release's new rules must not turn an old commit red.
+    session.install("ruff==0.17.6", "mypy==2.4.1", "import-linter==2.16", "numpy>=1.24",
+                    "ml_dtypes>=0.4", "cuda-pathfinder>=1.3", "pytest>=8", "nox>=2024.10")
     session.run("ruff", "check", ".")
     session.run("mypy")
     # The layers of pygpukit (pyproject.toml [tool.importlinter]), read from the sources.
@@ -178,9 +216,10 @@ def lint(session: nox.Session) -> None:
                 external=True)
     session.run("cargo", "clippy", "--manifest-path", str(SCHED_MANIFEST), "--workspace",
                 "--all-targets", "--", "-D", "warnings", external=True)
+    session.run("python", "benchmarks/report.py", "--check")  # README tables match the JSON
 
 
-@nox.session
+@nox.session(reuse_venv=False)
 def demo(session: nox.Session) -> None:
     """Build, install `pip install pygpukit` (driver only), show `info`, run the demo."""
     wheels = build_wheels(session)
@@ -206,8 +245,8 @@ def gpu_prepare(session: nox.Session) -> None:
                     "packages/pygpukit-driver", external=True)
         # Only the cp312 driver wheel may remain, or pip there meets an unsupported one.
         _wheel(wheels_dir, "pygpukit-driver").unlink()
-        session.run("auditwheel", "repair", "--only-plat", "-w", str(wheels_dir),
-                    str(_wheel(RAW / "cp312", "pygpukit-driver")))
+        session.run("auditwheel", "repair", "--only-plat", "--plat", MANYLINUX, "-w",
+                    str(wheels_dir), str(_wheel(RAW / "cp312", "pygpukit-driver")))
     # The driver-only venv there has no system site-packages: bring numpy, ml_dtypes, pytest.
     session.run("python", "-m", "pip", "download", "--only-binary=:all:", "--python-version",
                 "3.12", "--platform", "manylinux_2_17_x86_64", "--platform",
@@ -228,3 +267,109 @@ def gpu_prepare(session: nox.Session) -> None:
 def gpu(session: nox.Session) -> None:
     """Run the whole GPU tier here (a machine with a GPU and the staged .gpu/ folder)."""
     session.run("bash", "ci/gpu-check", *session.posargs, external=True)
+
+
+RELEASE = DIST / "release"
+# Every CPython the driver binding is built for (per-version wheels: the binding uses
+# vectorcall, which abi3 would give up).  3.14: no interpreter on these machines yet.
+RELEASE_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+
+
+def _release_wheelhouse(session: nox.Session, version: str) -> Path:
+    """numpy and ml_dtypes wheels for one CPython (cached): the installs below use no index."""
+    house = BUILD_CACHE / f"wheelhouse-cp{version.replace('.', '')}"
+    if not any(house.glob("numpy-*.whl")) or not any(house.glob("ml_dtypes-*.whl")):
+        # pip matches these tags literally (no "and older"): every one this machine runs.
+        tags = ("manylinux2014", "manylinux_2_17", "manylinux_2_27", "manylinux_2_28")
+        session.run("python", "-m", "pip", "download", "-q", "--only-binary=:all:",
+                    "--python-version", version,
+                    *[f"--platform={tag}_{platform.machine()}" for tag in tags],
+                    "-d", str(house), "numpy>=1.24", "ml_dtypes>=0.4")
+    return house
+
+
+@nox.session
+def release(session: nox.Session) -> None:
+    """Everything a release uploads, into dist/release/, checked and installed as users would.
+
+    1. The five wheels (``build_wheels``: the kernels come from the cache when their sources
+       are unchanged), then the driver binding for every other CPython of RELEASE_PYTHONS
+       (pyenv or PATH interpreters), built from its sdist.  The driver and scheduler wheels
+       are ``manylinux_2_28``: zig (the ``ziglang`` build requirement) compiles and links them
+       against glibc 2.28 on this Debian 12 (glibc 2.36) machine.  The kernels wheel is not
+       yet (see FLOORED): until it is, step 4 fails at the full install, by design.
+    2. sdists of all five packages (``python -m build --sdist``); the driver's is the one the
+       wheels of step 1 are built from; the scheduler's, nvrtc's and pygpukit's are built into
+       throw-away wheels to prove they build; the kernels' is only packed (a build from it is
+       the 15-30 minute CUDA build: ``nox -s release -- --kernels-sdist`` does it too).
+       ``twine check`` on everything.
+    3. Tags and glibc needs (ci/check_wheels.py), then for each CPython a fresh venv:
+       ``pip install --no-index --find-links dist/release --find-links <numpy wheels>
+       pygpukit[sched]==<version>`` (the exact pin: PyPI's ``pygpukit`` has releases up to
+       0.2.19; 0.3.0.dev0 sorts above them but, as a pre-release, only an explicit pin or
+       ``--pre`` selects it), ci/release/smoke.py and ``python -m pygpukit info`` on the CPU
+       backend.
+    4. The glibc floor (ci/release/glibc_floor.py): the same install and smoke test inside a
+       Debian 11 root file system (glibc 2.31) made with debootstrap and cached, with a
+       CPython 3.11 compiled there once (its docstring says why that interpreter).
+
+    Cold (empty cache) it costs the kernels build plus about 25 minutes on two cores; with the
+    kernels wheel, zig's cache and the bullseye root cached, a few minutes per CPython.
+    """
+    shutil.rmtree(RELEASE, ignore_errors=True)
+    wheels = build_wheels(session, dist=RELEASE)
+    session.install("build>=1.2", "twine>=5", "scikit-build-core>=0.10", "hatchling>=1.25",
+                    "maturin>=1.7,<2")
+    for package in PACKAGES:
+        # The backends only pack files here: no isolated env (the kernels' would pull the
+        # whole CUDA toolchain for nothing).
+        session.run("python", "-m", "build", "--sdist", "--no-isolation",
+                    "--skip-dependency-check", "--outdir", str(RELEASE), f"packages/{package}")
+    sdists = {p: RELEASE / f"{p.replace('-', '_')}-{wheels[p].name.split('-')[1]}.tar.gz"
+              for p in PACKAGES}
+    scratch = Path(session.create_tmp()) / "sdist-wheels"
+    shutil.rmtree(scratch, ignore_errors=True)
+    checked = ["pygpukit-sched", "pygpukit-nvrtc", "pygpukit"]
+    if "--kernels-sdist" in session.posargs:
+        checked.append("pygpukit-kernels")
+    for package in checked:
+        session.run("python", "-m", "pip", "wheel", "--no-deps", "-w", str(scratch),
+                    str(sdists[package]), env=BUILD_ENV.get(package))
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    pythons = {here: "python"}
+    for version in RELEASE_PYTHONS:
+        if version == here:
+            continue
+        python = _find_python(version)
+        if python is None:
+            session.error(f"python{version} is needed for the cp{version.replace('.', '')} "
+                          "driver wheel (pyenv install it)")
+        pythons[version] = python
+        raw = RAW / f"cp{version.replace('.', '')}"
+        session.run(python, "-m", "pip", "wheel", "--no-deps", "-w", str(raw),
+                    str(sdists["pygpukit-driver"]), external=True)
+        session.run("auditwheel", "repair", "--only-plat", "--plat", MANYLINUX, "-w",
+                    str(RELEASE), str(_wheel(raw, "pygpukit-driver")))
+    built = sorted(RELEASE.glob("*.whl"))
+    session.run("python", "ci/check_wheels.py", *map(str, built))
+    for version in RELEASE_PYTHONS:
+        tag = f"cp{version.replace('.', '')}"
+        if not any(RELEASE.glob(f"pygpukit_driver-*-{tag}-{tag}-{MANYLINUX}.whl")):
+            session.error(f"no {MANYLINUX} driver wheel for {tag} in {RELEASE}")
+    session.run("twine", "check", "--strict", *map(str, built), *map(str, sdists.values()))
+    pin = f"pygpukit[sched]=={wheels['pygpukit'].name.split('-')[1]}"
+    for version, python in sorted(pythons.items()):
+        venv = Path(session.create_tmp()) / f"release-venv-{version}"
+        shutil.rmtree(venv, ignore_errors=True)
+        session.run(python, "-m", "venv", str(venv), external=True)
+        bin_dir = venv / "bin"
+        session.run(str(bin_dir / "python"), "-m", "pip", "install", "-q", "--no-index",
+                    "--find-links", str(RELEASE), "--find-links",
+                    str(_release_wheelhouse(session, version)), pin, external=True)
+        with session.chdir(session.create_tmp()):  # never import from the source tree
+            session.run(str(bin_dir / "python"), str(ROOT / "ci" / "release" / "smoke.py"),
+                        env={"PYGPUKIT_BACKEND": "cpu"}, external=True)
+            session.run(str(bin_dir / "python"), "-m", "pygpukit", "info",
+                        env={"PYGPUKIT_BACKEND": "cpu"}, external=True)
+    session.run("python", "ci/release/glibc_floor.py", str(RELEASE))
+    session.log(f"release ready in {RELEASE}: {len(built)} wheels, {len(sdists)} sdists")

@@ -1,4 +1,5 @@
-"""Check the built wheels: their tags, and that no native library in them links CUDA.
+"""Check the built wheels: their tags, that no native library in them links CUDA, and that each
+needs no glibc newer than its manylinux tag promises, nor newer than MAX_GLIBC.
 
 Usage: python ci/check_wheels.py WHEEL... (prints a table; exits 1 on any problem)
 """
@@ -21,6 +22,28 @@ EXPECTED_TAGS = {
     "pygpukit": r"py3-none-any",
 }
 FORBIDDEN_NEEDED = re.compile(r"libcuda\.so|libcudart|libnvrtc")
+# The oldest glibc the platform wheels must install on (manylinux_2_28: RHEL 8, Ubuntu 20.04+,
+# Debian 11+); the build compiles and links with zig against glibc 2.28 stubs to meet it.
+MAX_GLIBC = (2, 28)
+# The wheels held to it; pygpukit_kernels is not yet (gcc's static C++ runtime on the build
+# machine needs its newer glibc): its glibc needs are printed, not enforced.
+FLOORED = {"pygpukit_driver", "pygpukit_sched"}
+GLIBC_VERSION = re.compile(r"\bGLIBC_(\d+)\.(\d+)")
+
+
+def glibc_needed(binary: Path) -> tuple[int, int]:
+    """Return the newest GLIBC_x.y symbol version an ELF object needs (via objdump -T)."""
+    out = subprocess.run(["objdump", "-T", str(binary)], capture_output=True, text=True,
+                         check=True).stdout
+    return max(((int(a), int(b)) for a, b in GLIBC_VERSION.findall(out)), default=(0, 0))
+
+
+def tag_glibc(tag: str) -> tuple[int, int] | None:
+    """Return the glibc version of a wheel's manylinux tag (the oldest of several), if any."""
+    found = [(int(a), int(b)) for a, b in re.findall(r"manylinux_(\d+)_(\d+)_", tag)]
+    found += [{"1": (2, 5), "2010": (2, 12), "2014": (2, 17)}[legacy]
+              for legacy in re.findall(r"manylinux(1|2010|2014)_", tag)]
+    return min(found) if found else None
 
 
 def needed_libraries(binary: Path) -> list[str]:
@@ -37,15 +60,24 @@ def check(wheel: Path) -> list[str]:
     pattern = EXPECTED_TAGS.get(name)
     if pattern is None or not re.fullmatch(pattern, tag):
         problems.append(f"{wheel.name}: tag {tag} does not match {pattern}")
+    promised = tag_glibc(tag)
+    if name in FLOORED and (promised is None or promised > MAX_GLIBC):
+        problems.append(f"{wheel.name}: tag {tag} promises no glibc {MAX_GLIBC[0]}."
+                        f"{MAX_GLIBC[1]} (was it built without zig?)")
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel) as zf:
         members = [m for m in zf.namelist() if re.search(r"\.so(\.|$)", m)]
         for member in members:
             path = Path(zf.extract(member, tmp))
             needed = needed_libraries(path)
             bad = [n for n in needed if FORBIDDEN_NEEDED.search(n)]
-            print(f"  {member}: NEEDED {', '.join(needed) or '(none)'}")
+            glibc = glibc_needed(path)
+            print(f"  {member}: NEEDED {', '.join(needed) or '(none)'}; "
+                  f"newest GLIBC_{glibc[0]}.{glibc[1]}")
             if bad:
                 problems.append(f"{wheel.name}: {member} links {bad} at load time")
+            if promised is not None and glibc > promised:
+                problems.append(f"{wheel.name}: {member} needs GLIBC_{glibc[0]}.{glibc[1]}, "
+                                f"newer than its tag promises")
     print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.2f} MB, tag {tag}")
     return problems
 
