@@ -51,6 +51,11 @@ def pytest_runtest_makereport(
     # An expected failure (xfail) is reported as skipped too: it is an outcome, not a skip.
     if not report.skipped or hasattr(report, "wasxfail"):
         return
+    # A GPU test where that GPU is not required (the CPU tier, one GPU for a two-GPU test) may
+    # skip whatever else it is marked: no machine here could run it.
+    if any(item.get_closest_marker(m) is not None and not _REQUIRED[m]()
+           for m in ("gpu", "multigpu")):
+        return
     required = [marker for marker, needed in _REQUIRED.items()
                 if item.get_closest_marker(marker) is not None and needed()]
     if required:

@@ -73,7 +73,9 @@ def library_versions() -> dict[str, str]:
     found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
         name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()
-        if name and name not in found and name.startswith(_VERSIONED):
+        # Exact names (torch-geometric is not torch), and CuPy by its CUDA-flavoured names.
+        if name and name not in found and (name in _VERSIONED or name.startswith(
+                ("cupy-", "pygpukit-"))):
             found[name] = dist.version
     return dict(sorted(found.items()))
 

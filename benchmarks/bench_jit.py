@@ -305,6 +305,7 @@ def one_run(opts: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-jit-") as tmp_name:
         tmp = Path(tmp_name)
         os.environ["PYGPUKIT_CACHE_DIR"] = str(tmp / "cold-cache")
+        (tmp / "cold-cupy").mkdir()  # CuPy writes its cache files there without making it
         os.environ["CUPY_CACHE_DIR"] = str(tmp / "cold-cupy")
         x = gp.from_numpy(np.ones(N_ELEMS, dtype=np.float32))
         cold: dict[str, Any] = {"ours_nocache": cold_ours(x, opts.compiles, cache=False),

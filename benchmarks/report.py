@@ -187,8 +187,10 @@ def source_line(doc: Doc) -> str:
                   else f"CUDA {d['driver_cuda_version']}")
     versions = d.get("versions") or {k: d[k] for k in ("torch", "cupy")
                                      if isinstance(d.get(k), str)}
+    # The peers only (our packages share the commit; NumPy and ml_dtypes only serve the host).
     libs = ", ".join(f"{k} {v}" for k, v in versions.items()
-                     if not k.startswith(("pygpukit", "nvidia", "numpy", "ml-dtypes")))
+                     if k in ("torch", "cupy", "cuda-core", "cuda-bindings", "cuda-python")
+                     or k.startswith("cupy-"))
     if doc.single:
         runs = "1 run (a file from before `--runs`: no spread)"
     else:

@@ -45,7 +45,8 @@ def jitter(node: Any, rng: random.Random, spread: float) -> Any:
 
 
 def legacy(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((HERE / "results" / name).read_text())
+    """A single-run result file of an earlier script (kept as test data, not as a result)."""
+    data: dict[str, Any] = json.loads((HERE / "testdata" / name).read_text())
     return data
 
 
@@ -236,7 +237,7 @@ def test_fails_on_an_unlisted_single_run_file(tree: Path,
 
 
 def test_a_new_file_supersedes_an_old_one_of_the_same_gpu(tree: Path) -> None:
-    shutil.copy(HERE / "results" / "elementwise-add-h200.json",
+    shutil.copy(HERE / "testdata" / "elementwise-add-h200.json",
                 tree / "benchmarks" / "results" / "elementwise-add-h200.json")
     write(tree, "elementwise-h200.json", as_current("elementwise-add-h200.json", "elementwise"))
     assert run_report(tree) == 0
