@@ -305,16 +305,13 @@ def one_run(opts: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-jit-") as tmp_name:
         tmp = Path(tmp_name)
         os.environ["PYGPUKIT_CACHE_DIR"] = str(tmp / "cold-cache")
-        (tmp / "cold-cupy").mkdir()  # CuPy writes its cache files there without making it
-        os.environ["CUPY_CACHE_DIR"] = str(tmp / "cold-cupy")
         x = gp.from_numpy(np.ones(N_ELEMS, dtype=np.float32))
         cold: dict[str, Any] = {"ours_nocache": cold_ours(x, opts.compiles, cache=False),
                                 "ours_cache_miss": cold_ours(x, opts.compiles, cache=True),
                                 "cupy": peer("cupy", HAVE_CUPY, cold_cupy, opts.compiles)}
         run["cold_compile"] = cold
         run["fresh_process_cache_hit"] = fresh_process(opts.procs, tmp)
-        os.environ.pop("PYGPUKIT_CACHE_DIR")  # the folders go with tmp
-        os.environ.pop("CUPY_CACHE_DIR")
+        os.environ.pop("PYGPUKIT_CACHE_DIR")  # the folder goes with tmp
     launch: dict[str, Any] = {"n": opts.n, "rounds": opts.rounds,
                               "ours": launch_ours(opts.n, opts.rounds),
                               "cupy": peer("cupy", HAVE_CUPY, launch_cupy, opts.n, opts.rounds),
@@ -365,6 +362,10 @@ def main() -> int:
     add_runs_argument(ap)
     opts = ap.parse_args()
     require_commit()
+    # CuPy reads CUPY_CACHE_DIR once per process: one folder for all runs (its cold compiles
+    # stay cold: every source is salted), made before CuPy's first compile, gone at exit.
+    cupy_cache = tempfile.TemporaryDirectory(prefix="bench-jit-cupy-")
+    os.environ["CUPY_CACHE_DIR"] = cupy_cache.name
     if not gp.is_nvrtc_available():
         print("needs the CUDA backend and pygpukit[jit]", file=sys.stderr)
         return 1
