@@ -57,6 +57,21 @@ def write(path: Path, content: str, *, age_s: float = 60.0) -> None:
 # --- headers ----------------------------------------------------------------------------------
 
 
+def test_a_source_without_includes_is_cached_without_the_trace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # No directive and no pre-include: nothing to list, and the trace would double a cold
+    # compile's time, so it must not be asked for.
+    from pygpukit_nvrtc import _program
+
+    def no_trace(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a source without includes asked NVRTC for its headers")
+
+    monkeypatch.setattr(_program, "_run_listing", no_trace)
+    first = ptx(SCALE)
+    again = ptx(SCALE)
+    assert not first.cached and again.cached and again.binary == first.binary
+
+
 def test_editing_an_included_header_recompiles(tmp_path: Path) -> None:
     inc = tmp_path / "inc"
     write(inc / "val.h", '#pragma once\n#include "inner.h"\n#define VAL (INNER)\n')

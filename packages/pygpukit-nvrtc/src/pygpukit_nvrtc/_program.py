@@ -270,10 +270,19 @@ def compile(
                                           plan.output)
         return CompileResult(binary, plan.output, plan.target, log, lowered, False,
                              plan.fallback)
-    started = time.time_ns()
-    binary, log, lowered, headers, why = _run_listing(source, name, plan.options,
-                                                      name_expressions, plan.output)
-    deps = _dependencies(source, options, plan, name, headers, why, started)
+    from pygpukit_nvrtc import _deps
+
+    if not _deps.may_include(source, options):
+        # Reads no header (no directive, no pre-include): nothing to list, and NVRTC's trace
+        # costs a cold compile about as much again, so it is not asked for.
+        binary, log, lowered = _run_nvrtc(source, name, plan.options, name_expressions,
+                                          plan.output)
+        deps: dict[str, Any] | None = {"files": [], "absent": []}
+    else:
+        started = time.time_ns()
+        binary, log, lowered, headers, why = _run_listing(source, name, plan.options,
+                                                          name_expressions, plan.output)
+        deps = _dependencies(source, options, plan, name, headers, why, started)
     if deps is not None:
         _cache.store(plan.key, {"log": log, "lowered_names": lowered, "arch": plan.target,
                                 "output": plan.output, "deps": deps}, binary)
