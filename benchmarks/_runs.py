@@ -164,21 +164,20 @@ def verdict(ratio: dict[str, float], *, better: str, target: float | None = None
     """The verdict on a ratio's spread over the runs.
 
     ``better`` is ``"lower"`` (a time ratio ours/theirs) or ``"higher"`` (a speed ratio, a
-    percentage of a peer).  ``"met"`` when every run meets ``target``; else ``"on par"`` when
-    the runs straddle ``parity`` (1.0 for a ratio to a peer, 100 for a percentage of one; the
-    runs cannot tell the two apart); else ``"not met"`` against a target, or ``"faster"`` /
-    ``"slower"`` than the peer when there is no target.  ``parity=None`` for a ratio to
+    percentage of a peer).  With a ``target``: ``"met"`` when every run meets it, else
+    ``"not met"``.  Without one: ``"on par"`` when the runs straddle ``parity`` (1.0 for a ratio
+    to a peer, 100 for a percentage of one; the runs cannot tell the two apart), else
+    ``"faster"`` / ``"slower"`` than the peer.  ``parity=None`` for a ratio to
     something that is not a peer (a bandwidth ceiling): no "on par" then.
     """
     if better not in ("lower", "higher"):
         raise ValueError(f"better: 'lower' or 'higher', not {better!r}")
     lo, hi = ratio["min"], ratio["max"]
-    if target is not None and (hi <= target if better == "lower" else lo >= target):
-        return "met"
+    if target is not None:  # a target is met by every run or not met (the ratio itself may
+        # still read "on par" where it is shown)
+        return "met" if (hi <= target if better == "lower" else lo >= target) else "not met"
     if parity is not None and lo <= parity <= hi:
         return "on par"
-    if target is not None:
-        return "not met"
     if parity is None:
         return "—"
     ahead = hi < parity if better == "lower" else lo > parity
