@@ -359,7 +359,7 @@ def release(session: nox.Session) -> None:
     session.run("twine", "check", "--strict", *map(str, built), *map(str, sdists.values()))
     pin = f"pygpukit[sched]=={wheels['pygpukit'].name.split('-')[1]}"
     for version, python in sorted(pythons.items()):
-        venv = Path(session.create_tmp()) / f"release-venv-{version}"
+        venv = Path(session.create_tmp()).resolve() / f"release-venv-{version}"  # used after chdir
         shutil.rmtree(venv, ignore_errors=True)
         session.run(python, "-m", "venv", str(venv), external=True)
         bin_dir = venv / "bin"
