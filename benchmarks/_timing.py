@@ -84,6 +84,11 @@ def torch_event() -> Any:
     return torch.cuda.Event(enable_timing=True)
 
 
+def gbps(nbytes: int, ms: float) -> float:
+    """GB/s (10^9 bytes per second) of ``nbytes`` moved in ``ms`` milliseconds."""
+    return nbytes / (ms * 1e-3) / 1e9
+
+
 def pct_of_copy(rows: list[dict[str, Any]], ceiling_gbps: float) -> None:
     """Add each row's percentage of the copy ceiling (``GB/s`` over ``ceiling_gbps``)."""
     for row in rows:

@@ -36,15 +36,11 @@ from _runs import (
     require_commit,
     verdict,
 )
-from _timing import median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
+from _timing import gbps, median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
 
 import pygpukit as gp
 
 ALLOC, INTO = "both allocate", "both write into an existing array"
-
-
-def gbps(nbytes: int, ms: float) -> float:
-    return nbytes / (ms * 1e-3) / 1e9
 
 
 def bits(a: Any) -> np.ndarray[Any, Any]:

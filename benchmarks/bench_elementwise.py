@@ -26,7 +26,7 @@ from _runs import (
     require_commit,
     verdict,
 )
-from _timing import median_event_ms, torch_event
+from _timing import gbps, median_event_ms, torch_event
 
 import pygpukit as gp
 
@@ -64,9 +64,6 @@ def main() -> None:
     gz = gp.empty(n)
     gp.add(gx, gy, out=gz)
     assert np.array_equal(gz.to_numpy(), x_host + y_host)
-
-    def gbps(nbytes: int, ms: float) -> float:
-        return nbytes / (ms * 1e-3) / 1e9
 
     def one_run(_: int) -> dict[str, Any]:
         copy_ms = time_torch(lambda: tz.copy_(tx), args.repeat)

@@ -36,17 +36,13 @@ from _runs import (
     require_commit,
     verdict,
 )
-from _timing import median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
+from _timing import gbps, median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
 
 import pygpukit as gp
 
 # What each row compares besides the op: both sides write into a preallocated output, or both
 # allocate their result (from their caching allocators).
 OUT, ALLOC = "out= on both sides", "both allocate"
-
-
-def gbps(nbytes: int, ms: float) -> float:
-    return nbytes / (ms * 1e-3) / 1e9
 
 
 def main() -> None:

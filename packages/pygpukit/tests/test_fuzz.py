@@ -656,9 +656,9 @@ def test_fuzz_where(backend: str, data: Any, fuzz_count: Callable[[], None]) -> 
     # Each of a, b: an array of a drawn dtype, or a Python bool/int/float (weak, NEP 50).
     kinds = [data.draw(st.sampled_from([None, None, None, bool, int, float]), label=f"scalar {i}")
              or data.draw(dtypes(), label=f"dtype {i}") for i in (1, 2)]
-    placeholder = {bool: True, int: 0, float: 0.0}
+    weak_scalar = {bool: True, int: 0, float: 0.0}  # a value of each Python scalar type
     try:
-        result = np.result_type(*(placeholder.get(k, np.zeros((), k)) for k in kinds))
+        result = np.result_type(*(weak_scalar.get(k, np.zeros((), k)) for k in kinds))
     except TypeError:  # no common dtype: NumPy's error is compared below
         result = I64
     operands: list[tuple[Any, Any]] = []

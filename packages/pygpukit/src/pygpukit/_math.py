@@ -22,11 +22,11 @@ from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32
 from pygpukit._optable import (
     BINARY_OPS,
     REDUCE_OPS,
-    UNARY_OPS,
     binary_compute,
     compute_dtype,
     reduce_dtypes,
     resolve,
+    unary_code,
 )
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, fill, touch
@@ -102,7 +102,6 @@ def _finish(name: str, out: GPUArray | None, shape: tuple[int, ...], result: np.
 
 _COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
                 "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
-_INT_LIMITS = np.iinfo
 
 
 def _out_of_range_comparison(name: str, a: Any, b: Any, array: GPUArray, value: int,
@@ -112,7 +111,7 @@ def _out_of_range_comparison(name: str, a: Any, b: Any, array: GPUArray, value: 
     NumPy 2 compares such values exactly (``int8_array == 128`` is all False) instead of
     converting the int; every in-range element compares alike, so the extreme stands for all.
     """
-    limits = _INT_LIMITS(loop)
+    limits = np.iinfo(loop)
     inside = int(limits.max) if value > limits.max else int(limits.min)
     left, right = (inside, value) if a is array else (value, inside)
     answer = bool(_COMPARISONS[name](left, right))
@@ -148,10 +147,12 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
         array, value = (a, b) if a_arr else (b, a)
         runtime = array._rt
         shape = array.shape
-        if name in _COMPARISONS and loop.kind in "iu" and isinstance(value, int) and not (
-                _INT_LIMITS(loop).min <= value <= _INT_LIMITS(loop).max):
+        try:
+            scalar = _scalar_value(name, value, loop)
+        except OverflowError:  # a Python int outside an integer loop's range
+            if name not in _COMPARISONS or loop.kind not in "iu":
+                raise
             return _out_of_range_comparison(name, a, b, array, value, loop, out)
-        scalar = _scalar_value(name, value, loop)
     if out is not None and isinstance(out, GPUArray) and out.shape != shape:
         shape = _layout.broadcast_shapes(shape, out.shape)
     inputs = tuple(x for x in (a, b) if isinstance(x, GPUArray))
@@ -170,14 +171,12 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
 
 def unary(name: str, x: Any, out: GPUArray | None = None) -> GPUArray:
     """``name(x)`` elementwise."""
-    if name == "invert" and isinstance(x, GPUArray) and x.dtype == bool_:
-        name = "logical_not"  # NumPy's ~ on bool; the integer kernel would make ~1 (-2) True
     if out is None and (fast := _small.unary(name, x)) is not None:
         return fast
-    code = UNARY_OPS[name][0]
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
     loop, result = resolve(name, (x.dtype,))
+    code = unary_code(name, loop)
     runtime = x._rt
     target, final = _finish(name, out, x.shape, result, runtime, (x,))
     stream = stream_for_runtime(runtime)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, float16, float32, float64, int64
+from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64, int64
 from pygpukit_kernels import BinaryOp, NormOp, ReduceOp, UnaryOp
 
 HostFn = Callable[..., Any]
@@ -213,6 +213,17 @@ def compute_dtype(loop: np.dtype[Any]) -> np.dtype[Any]:
 
 
 @functools.lru_cache(maxsize=4096)
+def unary_code(name: str, loop: np.dtype[Any]) -> int:
+    """The kernel op code of unary ``name`` on a ``loop``-dtype loop.
+
+    NumPy's ``invert`` of bool is logical not; the integer kernel would compute ``~1`` (-2),
+    which is true again.
+    """
+    if name == "invert" and loop == bool_:
+        name = "logical_not"
+    return UNARY_OPS[name][0]
+
+
 def resolve(name: str, keys: tuple[Any, ...]) -> tuple[np.dtype[Any], np.dtype[Any]]:
     """(loop dtype, result dtype) of elementwise op ``name`` over operand keys.
 

@@ -34,11 +34,11 @@ from pygpukit._dtypes import (
 from pygpukit._optable import (
     BINARY_OPS,
     REDUCE_OPS,
-    UNARY_OPS,
     binary_compute,
     compute_dtype,
     reduce_dtypes,
     resolve,
+    unary_code,
 )
 from pygpukit._stream import Stream, stream_for_runtime
 
@@ -240,7 +240,7 @@ def _unary_plan(name: str, dtype: np.dtype[Any]) -> _EwPlan | None:
     except TypeError:
         pass
     else:
-        plan = _EwPlan(_slot(compute_dtype(loop)), UNARY_OPS[name][0], result,
+        plan = _EwPlan(_slot(compute_dtype(loop)), unary_code(name, loop), result,
                        (kernel_code(dtype),), (False,), None)
     _PLANS[(name, dtype)] = plan
     return plan
