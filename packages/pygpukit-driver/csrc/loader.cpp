@@ -46,9 +46,21 @@ struct LoaderState {
 };
 
 // Intentionally leaked: destructors of statics must not race interpreter/driver teardown.
-LoaderState& state() {
+LoaderState& raw_state() {
     static LoaderState* s = new LoaderState();
     return *s;
+}
+
+void load_into(LoaderState& s);
+
+// The loader state, the driver library loaded on first use (not at import: `import pygpukit`
+// maps no CUDA library until an array or a driver call needs it).  call_once: thread-safe,
+// and an atomic check once done.
+std::once_flag g_loaded;
+LoaderState& state() {
+    LoaderState& s = raw_state();
+    std::call_once(g_loaded, [&s] { load_into(s); });
+    return s;
 }
 
 #ifdef _WIN32
@@ -237,13 +249,7 @@ private:
     std::optional<py::gil_scoped_release> release_;
 };
 
-}  // namespace
-
-const Driver& driver() { return state().table; }
-
-void load_driver_library() {
-    LoaderState& s = state();
-    if (s.handle != nullptr || !s.load_error.empty()) return;
+void load_into(LoaderState& s) {
     open_driver(s);
     if (s.handle == nullptr) return;
     resolve(s);
@@ -253,6 +259,18 @@ void load_driver_library() {
         s.table = Driver{};
         s.handle = nullptr;  // keep it mapped; just treat it as unusable
     }
+}
+
+}  // namespace
+
+const Driver& driver() { return state().table; }
+
+
+void load_driver_library() { state(); }
+
+bool library_attempted() {
+    // Whether the load ran (without running it): for the test that import loads nothing.
+    return raw_state().handle != nullptr || !raw_state().load_error.empty();
 }
 
 bool library_loaded() { return state().handle != nullptr; }
@@ -329,6 +347,8 @@ void register_loader(py::module_& m) {
             return v;
         },
         "cuDriverGetVersion, e.g. 13000 for CUDA 13.0 (works even when cuInit failed).");
+    m.def("_library_attempted", &library_attempted,
+          "Diagnostics: whether the driver library was looked for yet (loading is lazy).");
     m.def(
         "_loader_info",
         [] {

@@ -11,11 +11,12 @@ void register_stream_event(pybind11::module_& m);
 void register_module_launch(pybind11::module_& m);
 void register_pool_host(pybind11::module_& m);
 void register_green_tma(pybind11::module_& m);
+void register_block_cache(pybind11::module_& m);
+void register_fast_ops(pybind11::module_& m);
 }  // namespace pgk
 
 PYBIND11_MODULE(_driver, m) {
-    m.doc() = "CUDA driver API binding (loads the driver library at import; never links it).";
-    pgk::load_driver_library();
+    m.doc() = "CUDA driver API binding (loads the driver library on first use; never links it).";
     pgk::register_errors(m);
     pgk::register_loader(m);
     pgk::register_device(m);
@@ -24,4 +25,6 @@ PYBIND11_MODULE(_driver, m) {
     pgk::register_module_launch(m);
     pgk::register_pool_host(m);
     pgk::register_green_tma(m);
+    pgk::register_block_cache(m);
+    pgk::register_fast_ops(m);
 }

@@ -468,6 +468,57 @@ PyObject* launcher_run(LauncherObject* self, PyObject* const* args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+}  // namespace
+
+// The array fast path (fast_ops.cpp): launch with parameters already packed.  Returns the
+// CUresult (CUDA_SUCCESS or the driver's error: nothing Python-side is set); throws (a
+// CudaError) only if the launcher's module was closed.
+bool is_launcher(PyObject* obj) {
+    return g_launcher_type != nullptr && Py_IS_TYPE(obj, g_launcher_type);
+}
+
+CUresult launcher_launch_packed(PyObject* launcher, unsigned int grid_x, CUstream stream,
+                                void** params) {
+    auto* self = reinterpret_cast<LauncherObject*>(launcher);
+    std::shared_lock<std::shared_mutex> flock(self->function->state()->mu);
+    self->function->state()->get_locked();  // throws if the module was closed
+    require_init();
+    CUresult r;
+    PyThreadState* ts = PyEval_SaveThread();
+    if (self->nattrs == 0) {
+        r = driver().cuLaunchKernel(self->function->raw(), grid_x, self->grid[1], self->grid[2],
+                                    self->block[0], self->block[1], self->block[2],
+                                    self->shared, stream, self->nargs ? params : nullptr,
+                                    nullptr);
+    } else if (driver().cuLaunchKernelEx == nullptr) {
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    } else {
+        CUlaunchConfig cfg{};
+        cfg.gridDimX = grid_x;
+        cfg.gridDimY = self->grid[1];
+        cfg.gridDimZ = self->grid[2];
+        cfg.blockDimX = self->block[0];
+        cfg.blockDimY = self->block[1];
+        cfg.blockDimZ = self->block[2];
+        cfg.sharedMemBytes = self->shared;
+        cfg.hStream = stream;
+        cfg.attrs = self->attrs;
+        cfg.numAttrs = self->nattrs;
+        r = driver().cuLaunchKernelEx(&cfg, self->function->raw(),
+                                      self->nargs ? params : nullptr, nullptr);
+    }
+    PyEval_RestoreThread(ts);
+    return r;
+}
+
+const char* launcher_arg_types(PyObject* launcher, int* nargs) {
+    auto* self = reinterpret_cast<LauncherObject*>(launcher);
+    *nargs = self->nargs;
+    return self->types;
+}
+
+namespace {
+
 PyObject* launcher_vectorcall(PyObject* callable, PyObject* const* args, std::size_t nargsf,
                               PyObject* kwnames) noexcept {
     auto* self = reinterpret_cast<LauncherObject*>(callable);

@@ -141,11 +141,15 @@ def test_demo_command() -> None:
 
 
 def test_import_does_not_load_the_driver() -> None:
+    # The driver binding's C fast path (FastOp, BlockCache) is imported with pygpukit, but the
+    # CUDA driver library is looked for only on first use; NVRTC and the scheduler not at all.
     code = (
-        "import sys, pygpukit; "
-        "loaded = [m for m in ('pygpukit_driver', 'pygpukit_nvrtc', 'pygpukit_sched') "
-        "if m in sys.modules]; "
-        "assert not loaded, loaded"
+        "import sys, pygpukit, pygpukit_driver; "
+        "loaded = [m for m in ('pygpukit_nvrtc', 'pygpukit_sched') if m in sys.modules]; "
+        "assert not loaded, loaded; "
+        "assert not pygpukit_driver._driver._library_attempted(); "
+        "pygpukit_driver.is_available(); "
+        "assert pygpukit_driver._driver._library_attempted()"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

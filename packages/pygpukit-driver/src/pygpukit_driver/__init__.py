@@ -1,10 +1,12 @@
 """CUDA driver API binding for PyGPUkit.
 
 The driver library (``libcuda.so.1`` / ``nvcuda.dll``, or the path in the
-``PYGPUKIT_CUDA_DRIVER`` environment variable) is loaded when this package is
-imported; importing never fails. :func:`is_available` says whether the driver
-could be loaded and initialized, :func:`unavailable_reason` says why not.
-Pointers, streams and contexts are plain ``int`` handles.
+``PYGPUKIT_CUDA_DRIVER`` environment variable) is loaded on first use (a driver
+call, :func:`is_available`, ...), not at import; importing never fails.
+:func:`is_available` says whether the driver could be loaded and initialized,
+:func:`unavailable_reason` says why not.  Pointers, streams and contexts are plain
+``int`` handles.  :class:`BlockCache`, :class:`CachedBlock` and :class:`FastOp` are
+pygpukit's allocator bookkeeping and small-op fast path in C (they need no driver).
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ from ._constants import (
 from ._driver import (
     STREAM_LEGACY,
     STREAM_PER_THREAD,
+    BlockCache,
+    CachedBlock,
     Context,
     Device,
     Event,
+    FastOp,
     Function,
     Graph,
     GraphExec,
@@ -48,6 +53,7 @@ from ._driver import (
     Module,
     SmResource,
     Stream,
+    configure_fast_ops,
     current_context_handle,
     device_count,
     device_sm_resource,
@@ -122,6 +128,8 @@ __all__ = [
     "FUNC_ATTRIBUTE_NUM_REGS",
     "STREAM_LEGACY",
     "STREAM_PER_THREAD",
+    "BlockCache",
+    "CachedBlock",
     "Context",
     "CudaError",
     "CudaInvalidContextError",
@@ -169,11 +177,13 @@ __all__ = [
     "Device",
     "DeviceAttribute",
     "Event",
+    "FastOp",
     "Function",
     "FunctionAttribute",
     "Module",
     "Stream",
     "__version__",
+    "configure_fast_ops",
     "current_context_handle",
     "device_count",
     "driver_version",

@@ -528,11 +528,18 @@ EXPORT CUresult cuStreamWaitEvent(void* s, void* e, unsigned int flags) {
 }
 
 /* ---------- modules, functions, launch ---------- */
-struct fake_function { const char* name; int nparams; int sizes[8]; int regs; int max_dyn_shared; };
+struct fake_function { const char* name; int nparams; int sizes[20]; int regs; int max_dyn_shared; };
 static struct fake_function functions[] = {
     {"add_f32", 4, {8, 8, 8, 4}, 32, 0},
     {"record_args", 5, {8, 4, 8, 1, 8}, 16, 0},
     {"noop", 0, {0}, 2, 0},
+    /* The parameter lists of pygpukit_kernels' small_ops kernels (SMALL_KERNELS' arg types),
+       so pygpukit's fast path can be checked byte for byte against its Python path. */
+    {"small_ew_f32", 16, {4, 4, 8, 4, 8, 4, 8, 8, 4, 8, 8, 4, 8, 4, 4, 8}, 32, 0},
+    {"small_ew_8", 16, {4, 4, 8, 4, 8, 4, 8, 8, 4, 8, 8, 4, 8, 8, 8, 8}, 32, 0},
+    {"small_cast", 6, {8, 4, 8, 4, 8, 8}, 32, 0},
+    {"small_reduce", 7, {4, 8, 4, 8, 8, 4, 8}, 32, 0},
+    {"small_row_norm", 8, {4, 8, 4, 8, 8, 8, 8, 8}, 32, 0},
 };
 #define NFUNC (int)(sizeof functions / sizeof functions[0])
 struct fake_module { int device; void* global; };

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pygpukit._errors import OutOfMemoryError
+from pygpukit_driver import BlockCache, CachedBlock
 
 SMALL_LIMIT = 1 << 20
 LARGE_GRANULE = 2 << 20
@@ -130,39 +130,12 @@ class Charger(Protocol):
         ...
 
 
-class Block:
-    """One allocation from the caching allocator, shared by an array and all its views.
-
-    When the last array viewing it goes, the block returns to its allocator's cache.
-    """
-
-    __slots__ = ("_allocator", "address", "payload", "size", "stream", "used_streams", "writer")
-
-    def __init__(self, allocator: CachingAllocator, address: int, payload: Any, size: int,
-                 stream: StreamLike) -> None:
-        self._allocator: CachingAllocator | None = allocator
-        self.address = address
-        self.payload = payload
-        self.size = size
-        self.stream = stream
-        self.used_streams: set[StreamLike] | None = None
-        # The stream of the last operation that wrote the block: reading it back waits on it.
-        self.writer: StreamLike = stream
-
-    def record_stream(self, stream: StreamLike) -> None:
-        """Note that work on ``stream`` (not the allocating one) uses this block."""
-        if stream is not self.stream:
-            if self.used_streams is None:
-                self.used_streams = set()
-            self.used_streams.add(stream)
-
-    def __del__(self) -> None:
-        allocator = self._allocator
-        if allocator is not None and self.size:
-            self._allocator = None
-            allocator._released.append(
-                (self.address, self.payload, self.size, self.stream, self.used_streams)
-            )
+#: One allocation, shared by an array and all its views (``pygpukit_driver.CachedBlock``):
+#: ``address``, ``size`` (its size class), ``payload``, ``stream`` (allocated for), ``writer``
+#: (the stream of the last write), ``used_streams`` and ``record_stream(stream)``.  When the
+#: last reference goes, its C dealloc queues it on the allocator's :class:`BlockCache`, which
+#: the allocator drains on its next call (no Python code runs on free).
+Block = CachedBlock
 
 
 @dataclass
@@ -192,8 +165,10 @@ class CachingAllocator:
         self._lock = threading.Lock()
         # Signalled (under _lock) when blocks given back by some thread have been freed.
         self._freed = threading.Condition(self._lock)
-        self._released: deque[tuple[int, Any, int, StreamLike, set[StreamLike] | None]] = deque()
-        self._cache: dict[tuple[StreamLike, int], list[tuple[int, Any]]] = {}
+        # Free blocks per (stream, size class), blocks released by their arrays and the
+        # statistics, in C: each of its calls is atomic (GIL), which lets its cache-hit path
+        # (malloc_fast, also taken by pygpukit_driver.FastOp) run without _lock.
+        self._core = BlockCache()
         self._pending: list[_Pending] = []
         # Bytes reserved for fresh allocations in flight (checked against the limit with
         # reserved_bytes), and bytes taken out of the cache whose free is in progress.
@@ -202,40 +177,49 @@ class CachingAllocator:
         self.limit: int | None = None
         # Partition charging: None until a partition exists on the device; then the owner of
         # every charged block (live, pending or cached) by address.
-        self.charger: Charger | None = None
+        self._charger: Charger | None = None
         self._owners: dict[int, Any] = {}
-        self._stats = dict.fromkeys(
-            ("allocated_bytes", "active_bytes", "reserved_bytes", "peak_allocated_bytes",
-             "peak_reserved_bytes", "num_allocs", "num_frees", "num_device_allocs",
-             "num_device_frees", "num_alloc_retries", "num_ooms", "num_cache_hits"),
-            0,
-        )
+
+    @property
+    def charger(self) -> Charger | None:
+        """Who pays for blocks (partitions); ``None`` until a partition exists."""
+        return self._charger
+
+    @charger.setter
+    def charger(self, charger: Charger | None) -> None:
+        with self._lock:
+            self._charger = charger
+            self._core.charged = charger is not None  # the C fast paths stand aside
+
+    @property
+    def core(self) -> BlockCache:
+        """The C bookkeeping (for the array fast path)."""
+        return self._core
 
     # -- bookkeeping (callers hold the lock) ---------------------------------------------------
     def _drain_released(self) -> None:
-        stats = self._stats
-        while self._released:
-            address, payload, size, stream, used = self._released.popleft()
-            stats["allocated_bytes"] -= size
-            stats["num_frees"] += 1
-            if self._owners and self.charger is not None:
+        core = self._core
+        for address, payload, size, stream, used in core.take_released():
+            core.add("allocated_bytes", -size)
+            core.add("num_frees", 1)
+            if self._owners and self._charger is not None:
                 owner = self._owners.get(address)
                 if owner is not None:
-                    self.charger.freed(owner, size)
+                    self._charger.freed(owner, size)
             if used:
                 events = [self._raw.record_event(s) for s in used]
                 self._pending.append(_Pending(address, payload, size, stream, events))
             else:
-                stats["active_bytes"] -= size
-                self._cache.setdefault((stream, size), []).append((address, payload))
+                core.add("active_bytes", -size)
+                core.push(stream, size, address, payload)
 
     def _process_pending(self) -> None:
         """Move the pending blocks whose events have all completed into the cache."""
         still = []
         for p in self._pending:
             if all(event.query() for event in p.events):
-                self._stats["active_bytes"] -= p.size
-                self._cache.setdefault((p.stream, p.size), []).append((p.address, p.payload))
+                self._core.add("active_bytes", -p.size)
+                self._core.push(p.stream, p.size, p.address, p.payload)
             else:
                 still.append(p)
         self._pending = still
@@ -245,20 +229,18 @@ class CachingAllocator:
 
         Their charges are returned now; :meth:`_give_back` frees them (without the lock).
         """
-        stats = self._stats
+        core = self._core
         taken = 0
         for p in self._pending:
-            stats["active_bytes"] -= p.size
+            core.add("active_bytes", -p.size)
             self._uncharge(p.address, p.size)
             doomed.append(p)
             taken += p.size
         self._pending = []
-        for (stream, size), blocks in self._cache.items():
-            for address, payload in blocks:
-                self._uncharge(address, size)
-                doomed.append(_Pending(address, payload, size, stream, []))
-                taken += size
-        self._cache.clear()
+        for stream, size, address, payload in core.take_all():
+            self._uncharge(address, size)
+            doomed.append(_Pending(address, payload, size, stream, []))
+            taken += size
         self._freeing += taken
         return taken
 
@@ -271,23 +253,14 @@ class CachingAllocator:
         self._process_pending()
         released = 0
         owners = self._owners
-        for key in list(self._cache):
+        core = self._core
+        for stream, size, address, payload in core.items():
             if released >= need:
                 break
-            stream, size = key
-            blocks = self._cache[key]
-            keep: list[tuple[int, Any]] = []
-            for address, payload in blocks:  # appended when freed: oldest first
-                if released < need and owners.get(address) is victim:
-                    self._uncharge(address, size)
-                    doomed.append(_Pending(address, payload, size, stream, []))
-                    released += size
-                else:
-                    keep.append((address, payload))
-            if keep:
-                blocks[:] = keep
-            else:
-                del self._cache[key]
+            if owners.get(address) is victim and core.remove(stream, size, address):
+                self._uncharge(address, size)
+                doomed.append(_Pending(address, payload, size, stream, []))
+                released += size
         self._freeing += released
         return released
 
@@ -295,8 +268,8 @@ class CachingAllocator:
         """A block left the cache for the driver: return its owner's charge."""
         if self._owners:
             owner = self._owners.pop(address, None)
-            if owner is not None and self.charger is not None:
-                self.charger.uncharge(owner, size)
+            if owner is not None and self._charger is not None:
+                self._charger.uncharge(owner, size)
 
     def _charge_hit(self, charger: Charger, owner: Any, address: int, payload: Any, size: int,
                     stream: StreamLike, doomed: list[_Pending]) -> None:
@@ -308,7 +281,7 @@ class CachingAllocator:
             try:
                 charger.charge(owner, size, functools.partial(self._reclaim, doomed))
             except BaseException:
-                self._cache.setdefault((stream, size), []).append((address, payload))
+                self._core.push(stream, size, address, payload)
                 raise
             self._owners[address] = owner
         else:
@@ -317,21 +290,18 @@ class CachingAllocator:
             charger.uncharge(previous, size)
 
     def _count_alloc(self, size: int) -> None:
-        stats = self._stats
-        stats["num_allocs"] += 1
-        allocated = stats["allocated_bytes"] + size
-        stats["allocated_bytes"] = allocated
-        stats["active_bytes"] += size
-        if allocated > stats["peak_allocated_bytes"]:
-            stats["peak_allocated_bytes"] = allocated
+        core = self._core
+        core.add("num_allocs", 1)
+        core.add("allocated_bytes", size)
+        core.add("active_bytes", size)
 
     def _oom(self, size: int, what: str) -> OutOfMemoryError:
-        self._stats["num_ooms"] += 1
-        s = self._stats
+        core = self._core
+        core.add("num_ooms", 1)
         return OutOfMemoryError(
             f"out of memory on {self._describe()}: tried to allocate {size} bytes beyond "
-            f"{what}; allocated {s['allocated_bytes']} bytes in live arrays, "
-            f"{s['reserved_bytes']} bytes reserved by PyGPUkit"
+            f"{what}; allocated {core.get('allocated_bytes')} bytes in live arrays, "
+            f"{core.get('reserved_bytes')} bytes reserved by PyGPUkit"
             + (f", limit {self.limit} bytes" if self.limit is not None else "")
         )
 
@@ -358,16 +328,15 @@ class CachingAllocator:
                 count += 1
         finally:
             with self._lock:
-                stats = self._stats
-                stats["reserved_bytes"] -= freed
-                stats["num_device_frees"] += count
+                core = self._core
+                core.add("reserved_bytes", -freed)
+                core.add("num_device_frees", count)
                 for p in doomed[count:]:
                     if p.events:
-                        stats["active_bytes"] += p.size
+                        core.add("active_bytes", p.size)
                         self._pending.append(p)
                     else:
-                        self._cache.setdefault((p.stream, p.size), []).append(
-                            (p.address, p.payload))
+                        core.push(p.stream, p.size, p.address, p.payload)
                 self._freeing -= sum(p.size for p in doomed)
                 self._freed.notify_all()
             doomed.clear()
@@ -378,7 +347,7 @@ class CachingAllocator:
         On return the bytes are still counted in ``_inflight`` (the caller moves them to
         ``reserved_bytes``); on an exception nothing is reserved and ``doomed`` was given back.
         """
-        stats = self._stats
+        core = self._core
         took = retried = device_retry = False
         while True:
             if doomed:
@@ -388,11 +357,11 @@ class CachingAllocator:
                     while self._freeing:  # other threads' frees in progress count too
                         self._freed.wait()
                 limit = self.limit
-                if limit is not None and (stats["reserved_bytes"] + self._inflight + size
+                if limit is not None and (core.get("reserved_bytes") + self._inflight + size
                                           > limit):
                     if not retried:
                         retried = True
-                        stats["num_alloc_retries"] += 1
+                        core.add("num_alloc_retries", 1)
                     if not took:
                         took = True
                         if self._take_all(doomed):
@@ -410,7 +379,7 @@ class CachingAllocator:
                     if device_retry:
                         raise self._oom(size, "the device") from exc
                     device_retry = True
-                    stats["num_alloc_retries"] += 1
+                    core.add("num_alloc_retries", 1)
                     self._take_all(doomed)
             except BaseException:
                 with self._lock:
@@ -419,28 +388,27 @@ class CachingAllocator:
 
     def _malloc_slow(self, size: int, stream: StreamLike) -> Block:
         """:meth:`malloc` past the fast path: charged reuse or a fresh block."""
-        stats = self._stats
+        core = self._core
         doomed: list[_Pending] = []  # blocks a partition's reclaim took out of the cache
         block: Block | None = None
         try:
             with self._lock:
-                if self._released:
-                    self._drain_released()
-                cached = self._cache.get((stream, size))
-                if not cached and self._pending:
+                self._drain_released()
+                cached = core.pop(stream, size)
+                if cached is None and self._pending:
                     self._process_pending()
-                    cached = self._cache.get((stream, size))
-                charger = self.charger
+                    cached = core.pop(stream, size)
+                charger = self._charger
                 owner = charger.owner() if charger is not None else None
-                if cached:
-                    address, payload = cached.pop()
-                    stats["num_cache_hits"] += 1
+                if cached is not None:
+                    address, payload = cached
+                    core.add("num_cache_hits", 1)
                     if charger is not None:
                         self._charge_hit(charger, owner, address, payload, size, stream, doomed)
                         if owner is not None:
                             charger.allocated(owner, size)
                     self._count_alloc(size)
-                    block = Block(self, address, payload, size, stream)
+                    block = core.block(self, address, payload, size, stream)
                 elif owner is not None and charger is not None:
                     charger.charge(owner, size, functools.partial(self._reclaim, doomed))
         except BaseException:
@@ -460,41 +428,29 @@ class CachingAllocator:
             raise
         with self._lock:
             self._inflight -= size
-            reserved = stats["reserved_bytes"] + size
-            stats["reserved_bytes"] = reserved
-            stats["num_device_allocs"] += 1
-            if reserved > stats["peak_reserved_bytes"]:
-                stats["peak_reserved_bytes"] = reserved
+            core.add("reserved_bytes", size)
+            core.add("num_device_allocs", 1)
             if owner is not None and charger is not None:
                 self._owners[address] = owner
                 charger.allocated(owner, size)
             self._count_alloc(size)
-        return Block(self, address, payload, size, stream)
+        return core.block(self, address, payload, size, stream)
 
     # -- public --------------------------------------------------------------------------------
     def malloc(self, nbytes: int, stream: StreamLike) -> Block:
         """Return a block of at least ``nbytes`` usable by work on ``stream``."""
-        size = size_class(nbytes)
-        with self._lock:
-            if self._released:
-                self._drain_released()
-            stats = self._stats
-            cached = self._cache.get((stream, size))
-            if not cached and self._pending:
-                self._process_pending()
-                cached = self._cache.get((stream, size))
-            if cached and self.charger is None:  # the common case (every small op): kept short
-                # _count_alloc inlined: a method call is a measurable share of a small op.
-                address, payload = cached.pop()
-                stats["num_cache_hits"] += 1
-                stats["num_allocs"] += 1
-                allocated = stats["allocated_bytes"] + size
-                stats["allocated_bytes"] = allocated
-                stats["active_bytes"] += size
-                if allocated > stats["peak_allocated_bytes"]:
-                    stats["peak_allocated_bytes"] = allocated
-                return Block(self, address, payload, size, stream)
-        return self._malloc_slow(size, stream)
+        # The common case (a cached block, no partitions) in one C call, without the lock.
+        block = self._core.malloc_fast(self, nbytes, stream)
+        if block is None:
+            block = self._malloc_slow(size_class(nbytes), stream)
+        return block
+
+    def external(self, address: int, owner: Any, stream: StreamLike) -> Block:
+        """A block for memory this allocator does not own (DLPack / CAI imports).
+
+        ``owner`` keeps the memory alive; nothing is given back when the block goes.
+        """
+        return CachedBlock(None, None, address, owner, 0, stream)
 
     def empty_cache(self) -> int:
         """Return every cached (unused) block to the device; returns the bytes released.
@@ -517,7 +473,7 @@ class CachingAllocator:
         with self._lock:
             self._drain_released()
             self._process_pending()
-            out = dict(self._stats)
+            out = self._core.stats()
         out["cached_bytes"] = out["reserved_bytes"] - out["active_bytes"]
         out["limit_bytes"] = -1 if self.limit is None else self.limit
         return out
@@ -526,8 +482,9 @@ class CachingAllocator:
         """Set the peaks to the current values."""
         with self._lock:
             self._drain_released()
-            self._stats["peak_allocated_bytes"] = self._stats["allocated_bytes"]
-            self._stats["peak_reserved_bytes"] = self._stats["reserved_bytes"]
+            core = self._core
+            core.set("peak_allocated_bytes", core.get("allocated_bytes"))
+            core.set("peak_reserved_bytes", core.get("reserved_bytes"))
 
     def set_limit(self, nbytes: int | None) -> None:
         """Cap the bytes this allocator may reserve (``None``: no cap)."""
@@ -535,7 +492,7 @@ class CachingAllocator:
         with self._lock:
             self.limit = nbytes
             self._drain_released()
-            if nbytes is not None and self._stats["reserved_bytes"] > nbytes:
+            if nbytes is not None and self._core.get("reserved_bytes") > nbytes:
                 self._take_all(doomed)
         if doomed:
             self._give_back(doomed)
@@ -559,4 +516,4 @@ class CachingAllocator:
     def streams_with_cache(self) -> set[StreamLike]:
         """Streams that have cached blocks now (a snapshot, for diagnostics)."""
         with self._lock:
-            return {stream for (stream, _), blocks in self._cache.items() if blocks}
+            return set(self._core.streams())

@@ -43,6 +43,9 @@ class Runtime(Protocol):
     #: Small-array kernels by name (``ew_f32``, ``reduce_f32``, ...): prepared launches taking
     #: ``(grid_x, stream_handle, *args)``; empty where there are none (the CPU simulation).
     small: dict[str, Callable[..., None]]
+    #: The same kernels' ``pygpukit_driver.Launcher`` objects (the C fast path of
+    #: :mod:`pygpukit._fastpath` launches them without a Python call).
+    small_launchers: dict[str, Any]
 
     def describe(self) -> str:
         """Name the device, e.g. ``"cuda:0 (NVIDIA H200, sm_90)"``."""

@@ -154,6 +154,7 @@ class CpuRuntime:
         self.default_stream = Stream._wrap(self, _HostStream(), 0)
         #: No small-array launchers: every op takes the general path (pygpukit._small).
         self.small: dict[str, Any] = {}
+        self.small_launchers: dict[str, Any] = {}
 
     def describe(self) -> str:
         return "cpu:0 (simulation)"

@@ -111,6 +111,7 @@ class CudaRuntime:
         self._small_module = drv.Module.load_data(
             pygpukit_kernels.fatbin_path("small_ops").read_bytes())
         self.small: dict[str, Callable[..., None]] = {}
+        self.small_launchers: dict[str, drv.Launcher] = {}
         # On sm_90+ as programmatic dependents (each kernel waits in griddepcontrol.wait), as
         # the C ABI's kernels are; PGK_TUNE_PDL=0 turns it off for both, for benchmarks.
         programmatic = (self.compute_capability[0] >= 9
@@ -120,6 +121,7 @@ class CudaRuntime:
                                     pygpukit_kernels.SMALL_BLOCK, arg_types,
                                     programmatic=programmatic)
             self.small[name.removeprefix("pgk_small_")] = launcher.launch
+            self.small_launchers[name.removeprefix("pgk_small_")] = launcher
 
     def describe(self) -> str:
         """Name the device."""

@@ -15,7 +15,6 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from pygpukit._allocator import Block
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import normalize_dtype
 
@@ -225,8 +224,8 @@ def _wrap(runtime: Any, address: int, shape: tuple[int, ...], strides: tuple[int
           dtype: np.dtype[Any], owner: _ForeignOwner) -> GPUArray:
     from pygpukit._stream import stream_for_runtime
 
-    # A block of size 0 is never returned to an allocator: the owner frees the memory.
-    block = Block(runtime.allocator, address, owner, 0, stream_for_runtime(runtime))
+    # Never returned to an allocator: the owner frees the memory.
+    block = runtime.allocator.external(address, owner, stream_for_runtime(runtime))
     return GPUArray(runtime, block, 0, shape, strides, dtype)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
-from collections import deque
 from typing import Any
 
 from pygpukit import _context
@@ -28,14 +27,13 @@ from pygpukit._errors import GraphCaptureError
 from pygpukit._stream import Event, Stream, stream_for_runtime
 
 
-def _free_released(raw: Any, released: deque[tuple[Any, ...]]) -> None:
+def _free_released(raw: Any, core: Any) -> None:
     """Give the device the blocks a dead graph pool still held (the pool's finalizer).
 
     Blocks freed after the graph was closed wait in the pool's release queue, which nothing
     drains once the pool is unreachable: they are taken off it here and freed.
     """
-    while released:
-        address, payload, *_ = released.popleft()
+    for address, payload, *_ in core.take_released():
         raw.free(address, payload)
 
 
@@ -76,7 +74,7 @@ class Graph:
         # The pool's blocks that outlive the graph go back to the device when the last one dies.
         # Not at interpreter exit: the process's memory goes with it, and the driver may be
         # torn down before the finalizer would run.
-        weakref.finalize(pool, _free_released, pool._raw, pool._released).atexit = False
+        weakref.finalize(pool, _free_released, pool._raw, pool.core).atexit = False
         stream._pool = pool
         stream._keep = self._keep
         self._stream = stream

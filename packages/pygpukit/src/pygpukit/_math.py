@@ -19,6 +19,7 @@ import numpy as np
 from pygpukit import _layout, _small
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64
+from pygpukit._fastpath import Kind, fast
 from pygpukit._optable import (
     BINARY_OPS,
     REDUCE_OPS,
@@ -189,6 +190,7 @@ def unary(name: str, x: Any, out: GPUArray | None = None) -> GPUArray:
     return target
 
 
+@fast(Kind.WHERE, "where")
 def where(cond: GPUArray, a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
     """Elements of ``a`` where ``cond`` is true, else of ``b`` (NumPy's ``where``)."""
     if out is None and (fast := _small.where(cond, a, b)) is not None:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _array, _dlpack, _linalg, _small, _transfer
+from pygpukit import _array, _dlpack, _fastpath, _linalg, _small, _transfer
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import bfloat16, float16, float32, float64
+from pygpukit._fastpath import Kind, fast
 from pygpukit._math import binary, reduce, unary, where
 from pygpukit._optable import ROW_NORMS
 from pygpukit._stream import stream_for_runtime
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from pygpukit._backend import Runtime
 
 
+@fast(Kind.BINARY, "add")
 def add(a: Any, b: Any, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise ``a + b``, enqueued on the current stream; returns without waiting.
 
@@ -51,7 +53,7 @@ def _binary_function(name: str) -> Callable[..., GPUArray]:
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (f"Elementwise NumPy ``{name}(a, b)`` with broadcasting, scalars and ``out=`` "
                   "(see :func:`add`).")
-    return op
+    return fast(Kind.BINARY, name)(op)
 
 
 def _unary_function(name: str, kernel: str | None = None) -> Callable[..., GPUArray]:
@@ -60,7 +62,7 @@ def _unary_function(name: str, kernel: str | None = None) -> Callable[..., GPUAr
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Elementwise ``{name}(x)`` (NumPy's result dtype; half types in float32)."
-    return op
+    return fast(Kind.UNARY, kernel or name)(op)
 
 subtract = _binary_function("subtract")
 multiply = _binary_function("multiply")
@@ -149,7 +151,7 @@ def _reduction(name: str) -> Callable[..., GPUArray]:
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (f"NumPy's ``{name}`` over ``axis`` (int, tuple or None), ``keepdims``; "
                   "deterministic (no atomics), float32 accumulation for half types.")
-    return op
+    return fast(Kind.REDUCE, name)(op)
 
 
 def _statistic(name: str) -> Callable[..., GPUArray]:
@@ -160,7 +162,7 @@ def _statistic(name: str) -> Callable[..., GPUArray]:
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (f"NumPy's ``{name}`` (divisor ``n - ddof``) over ``axis``, ``keepdims``; "
                   "deterministic (pairwise combination of (count, mean, M2) partials).")
-    return op
+    return fast(Kind.REDUCE, name)(op)
 
 
 def _arg_reduction(name: str) -> Callable[..., GPUArray]:
@@ -171,7 +173,7 @@ def _arg_reduction(name: str) -> Callable[..., GPUArray]:
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (f"NumPy's ``{name}``: int64 index of the first extreme (NaN counts as one) "
                   "along ``axis``, or into the flattened array when ``axis`` is None.")
-    return op
+    return fast(Kind.REDUCE, name)(op)
 
 
 sum = _reduction("sum")
@@ -269,6 +271,7 @@ def _row_norm(name: str, x: Any, axis: int, weight: Any = None, bias: Any = None
     return result if ax == last else result.swapaxes(ax, last)
 
 
+@fast(Kind.ROW_NORM, "softmax")
 def softmax(x: GPUArray, axis: int = -1) -> GPUArray:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (half types computed in float32).
 
@@ -278,6 +281,7 @@ def softmax(x: GPUArray, axis: int = -1) -> GPUArray:
     return _row_norm("softmax", x, axis)
 
 
+@fast(Kind.ROW_NORM, "log_softmax")
 def log_softmax(x: GPUArray, axis: int = -1) -> GPUArray:
     """``(x - max) - log(sum(exp(x - max)))`` along ``axis`` (half types in float32)."""
     return _row_norm("log_softmax", x, axis)
@@ -378,6 +382,7 @@ def _attach_hooks() -> None:
     hooks.small_binary = _small.binary
     hooks.unary = unary
     hooks.reduce = reduce
+    _fastpath.install_operators()
 
 
 _attach_hooks()

@@ -1,0 +1,272 @@
+"""BlockCache / CachedBlock (the allocator's C bookkeeping) and FastOp (the array fast path).
+
+FastOp is checked against the fake driver: pygpukit runs on its CPU simulation with the
+small-array launchers replaced by launchers of fake kernels that have the real kernels'
+parameter lists; the fake driver records every launch's parameter bytes.  Each op through
+the C fast path must launch exactly what pygpukit's Python path (``pygpukit._small``) launches,
+byte for byte (the result block is reused, so even the output address matches).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+
+import pytest
+
+import pygpukit_driver as drv
+
+Runner = Callable[..., str]
+
+pygpukit = pytest.importorskip("pygpukit", reason="FastOp serves pygpukit's arrays")
+
+
+class _Stream:
+    """A stand-in stream (the cache keys on identity only)."""
+
+
+def test_block_cache_push_pop_is_lifo_per_key() -> None:
+    cache = drv.BlockCache()
+    s1, s2 = _Stream(), _Stream()
+    cache.push(s1, 512, 0x1000, "a")
+    cache.push(s1, 512, 0x2000, "b")
+    cache.push(s2, 512, 0x3000, "c")
+    cache.push(s1, 1024, 0x4000, "d")
+    assert cache.pop(s1, 512) == (0x2000, "b")
+    assert cache.pop(s1, 512) == (0x1000, "a")
+    assert cache.pop(s1, 512) is None
+    assert cache.pop(s1, 2048) is None
+    assert cache.streams() == {s2, s1}
+    assert cache.items() == [(s2, 512, 0x3000, "c"), (s1, 1024, 0x4000, "d")]
+    assert cache.remove(s2, 512, 0x3000) is True
+    assert cache.remove(s2, 512, 0x3000) is False
+    assert cache.take_all() == [(s1, 1024, 0x4000, "d")]
+    assert cache.items() == [] and cache.streams() == set()
+
+
+def test_block_cache_statistics_and_peaks() -> None:
+    cache = drv.BlockCache()
+    stats = cache.stats()
+    assert set(stats) >= {"allocated_bytes", "peak_allocated_bytes", "reserved_bytes",
+                          "num_cache_hits"} and not any(stats.values())
+    cache.add("allocated_bytes", 4096)
+    cache.add("allocated_bytes", -1024)
+    cache.add("reserved_bytes", 8192)
+    assert cache.get("allocated_bytes") == 3072
+    assert cache.get("peak_allocated_bytes") == 4096
+    assert cache.get("peak_reserved_bytes") == 8192
+    cache.set("peak_allocated_bytes", 3072)
+    assert cache.stats()["peak_allocated_bytes"] == 3072
+    with pytest.raises(KeyError, match="no_such_stat"):
+        cache.add("no_such_stat", 1)
+    with pytest.raises(TypeError, match="delta must be an int"):
+        cache.add("num_allocs", "1")
+
+
+def test_cached_block_goes_back_to_its_cache_when_released() -> None:
+    cache = drv.BlockCache()
+    stream = _Stream()
+    allocator = object()
+    cache.push(stream, 512, 0xA000, "payload")
+    block = cache.malloc_fast(allocator, 100, stream)  # 100 bytes -> the 512-byte class
+    assert block is not None
+    assert (block.address, block.size, block.payload) == (0xA000, 512, "payload")
+    assert block.stream is stream and block.writer is stream and block.allocator is allocator
+    assert block.used_streams is None
+    assert cache.get("num_cache_hits") == 1 and cache.get("allocated_bytes") == 512
+    assert cache.malloc_fast(allocator, 100, stream) is None  # empty now
+    other = _Stream()
+    block.record_stream(other)
+    block.record_stream(stream)  # its own stream is not recorded
+    assert block.used_streams == {other}
+    del block
+    gc.collect()
+    assert cache.released_count == 1
+    (address, payload, size, s, used), = cache.take_released()
+    assert (address, payload, size, s, used) == (0xA000, "payload", 512, stream, {other})
+
+
+def test_malloc_fast_drains_simple_releases_and_stands_aside_when_charged() -> None:
+    cache = drv.BlockCache()
+    stream = _Stream()
+    allocator = object()
+    cache.push(stream, 1024, 0xB000, None)
+    block = cache.malloc_fast(allocator, 1000, stream)
+    assert block is not None
+    del block  # queued on the cache; the next malloc_fast takes it back in C
+    again = cache.malloc_fast(allocator, 1024, stream)
+    assert again is not None and again.address == 0xB000
+    assert cache.get("num_frees") == 1 and cache.get("num_allocs") == 2
+    cache.charged = True  # partitions: owners must be told, so Python does the bookkeeping
+    del again
+    assert cache.malloc_fast(allocator, 1024, stream) is None
+    assert cache.released_count == 1
+
+
+def test_external_blocks_are_never_given_back() -> None:
+    cache = drv.BlockCache()
+    block = drv.CachedBlock(None, None, 0xC000, "owner", 0, _Stream())
+    del block
+    assert cache.released_count == 0
+    with pytest.raises(TypeError, match="cache must be a BlockCache"):
+        drv.CachedBlock("nope", None, 0, None, 0, _Stream())
+    with pytest.raises(ValueError, match="size must be >= 0"):
+        drv.CachedBlock(None, None, 0, None, -1, _Stream())
+
+
+def test_fast_op_calls_its_fallback_and_describes_it() -> None:
+    calls = []
+
+    def fallback(x: object, y: object = 0, *, z: object = None) -> tuple[object, ...]:
+        """Docs of the fallback."""
+        calls.append((x, y, z))
+        return (x, y, z)
+
+    op = drv.FastOp(0, "add", fallback, lambda *a: None)
+    assert op(1, 2) == (1, 2, None)  # not arrays: the fallback
+    assert op(1, z=3) == (1, 0, 3)  # keywords: the fallback
+    assert op.fallback is fallback and op.kind == 0
+    with pytest.raises(ValueError, match="kind must be in"):
+        drv.FastOp(99, "add", fallback, lambda *a: None)
+    with pytest.raises(TypeError, match="callable"):
+        drv.FastOp(0, "add", 3, lambda *a: None)
+
+
+FAST_VS_PYTHON = r"""
+import ctypes, os
+import numpy as np
+import pygpukit as gp
+from pygpukit import _small, _fastpath
+from pygpukit._dtypes import normalize_dtype
+
+FAKE = ctypes.CDLL(os.environ["PYGPUKIT_CUDA_DRIVER"])
+ctx = use_device(0)
+mod = drv.Module.load_data(b"FAKECUBIN")
+rt = gp.zeros(1)._rt
+layouts = {"ew_f32": ("small_ew_f32", "iiPiPiqPiqPiqffq"),
+           "ew_f64": ("small_ew_8", "iiPiPiqPiqPiqddq"),
+           "ew_i64": ("small_ew_8", "iiPiPiqPiqPiqqqq"), "cast": ("small_cast", "PiPiqq"),
+           "reduce_f32": ("small_reduce", "iPiqPid"), "reduce_f64": ("small_reduce", "iPiqPid"),
+           "reduce_i64": ("small_reduce", "iPiqPid"),
+           "row_norm_f32": ("small_row_norm", "iPiqPPPd"),
+           "row_norm_f64": ("small_row_norm", "iPiqPPPd")}
+for slot, (fn, types) in layouts.items():
+    launcher = drv.Launcher(mod.get_function(fn), 1, 256, types)
+    rt.small_launchers[slot] = launcher
+    rt.small[slot] = launcher.launch
+params = (ctypes.c_ubyte * 256).in_dll(FAKE, "fake_last_params")
+nparams = ctypes.c_int.in_dll(FAKE, "fake_last_params_len")
+grid = (ctypes.c_uint * 3).in_dll(FAKE, "fake_last_grid")
+count = ctypes.c_int.in_dll(FAKE, "fake_launch_count")
+
+def launched(fn):
+    before = count.value
+    out = fn()
+    assert count.value == before + 1, f"{count.value - before} launches"
+    return out, bytes(params[:nparams.value]), grid[0]
+
+def same(name, fast, slow):
+    r1, p1, g1 = launched(fast)
+    meta = (r1.shape, r1.strides, r1.dtype, r1._contig)
+    address = r1._block.address
+    del r1  # back to the cache: the Python path's result gets the same block
+    r2, p2, g2 = launched(slow)
+    assert r2 is not None, name
+    assert r2._block.address == address, name
+    assert (r2.shape, r2.strides, r2.dtype, r2._contig) == meta, (name, meta)
+    assert p1 == p2 and g1 == g2, (name, p1.hex(), p2.hex(), g1, g2)
+
+f32 = lambda *s: gp.from_numpy(np.arange(np.prod(s), dtype=np.float32).reshape(s))
+a, b = f32(5), f32(5)
+i64 = gp.from_numpy(np.arange(7, dtype=np.int64)); i8 = gp.from_numpy(np.arange(7, dtype=np.int8))
+h = gp.from_numpy(np.ones(9, np.float16)); d = gp.from_numpy(np.ones(3, np.float64))
+m = gp.from_numpy(np.array([True, False, True, True, False]))
+x = f32(4, 64)
+same("a+b", lambda: a + b, lambda: _small.binary("add", a, b))
+same("add()", lambda: gp.add(a, b), lambda: _small.binary("add", a, b))
+same("a*2.5", lambda: a * 2.5, lambda: _small.binary("multiply", a, 2.5))
+same("3-a", lambda: 3 - a, lambda: _small.binary("subtract", 3, a))
+same("a<b", lambda: a < b, lambda: _small.binary("less", a, b))
+same("i64+7", lambda: i64 + 7, lambda: _small.binary("add", i64, 7))
+same("i8*-3", lambda: i8 * -3, lambda: _small.binary("multiply", i8, -3))
+same("h+0.1", lambda: h + 0.1, lambda: _small.binary("add", h, 0.1))
+same("d/3", lambda: d / 3, lambda: _small.binary("divide", d, 3))
+same("2**a", lambda: 2 ** a, lambda: _small.binary("power", 2, a))
+same("True&m", lambda: True & m, lambda: _small.binary("bitwise_and", True, m))
+same("exp", lambda: gp.exp(a), lambda: _small.unary("exp", a))
+same("-i64", lambda: -i64, lambda: _small.unary("negative", i64))
+same("sqrt(i8)", lambda: gp.sqrt(i8), lambda: _small.unary("sqrt", i8))
+same("where", lambda: gp.where(m, a, b), lambda: _small.where(m, a, b))
+same("where s", lambda: gp.where(m, a, -1.5), lambda: _small.where(m, a, -1.5))
+same("where 2s", lambda: gp.where(m, 1, 0), lambda: _small.where(m, 1, 0))
+same("astype", lambda: a.astype("float16"), lambda: _small.astype(a, normalize_dtype("float16")))
+same("astype i", lambda: i64.astype(np.int8), lambda: _small.astype(i64, normalize_dtype(np.int8)))
+for name in ("sum", "mean", "max", "argmax", "var", "std", "any", "prod"):
+    same(name, lambda: getattr(a, name)(), lambda: _small.reduce_all(name, a, False, 0))
+same("gp.mean", lambda: gp.mean(i64), lambda: _small.reduce_all("mean", i64, False, 0))
+same("softmax", lambda: gp.softmax(x), lambda: _small.row_norm(0, x, None, None, 0.0))
+same("log_softmax", lambda: gp.log_softmax(x), lambda: _small.row_norm(1, x, None, None, 0.0))
+
+# Where the fast path does not apply, the Python function takes the call (CPU simulation:
+# it computes with NumPy and launches nothing).
+before = count.value
+big = f32(1 << 17)
+assert (a[::2] + b[::2]).to_numpy().tolist() == [0.0, 4.0, 8.0]  # strided views
+assert (big + 1.0).shape == (1 << 17,)  # beyond the small path
+assert (a.sum(axis=0)).to_numpy() == 10.0  # keyword arguments
+assert gp.add(a, b, out=gp.empty(5)).shape == (5,)
+assert gp.softmax(x, axis=0).shape == (4, 64)
+assert count.value == before, count.value - before
+# Operands allocated for another stream: the Python small path records the cross-stream use.
+s = gp.Stream()
+with s:
+    r = a + b
+assert count.value == before + 1 and r._block.stream is s and a._block.used_streams == {s}
+# Bad operands still get the Python path's errors.
+try:
+    a + "x"
+except TypeError:
+    pass
+else:
+    raise AssertionError("a + 'x' must raise TypeError")
+try:
+    a + f32(4)
+except ValueError as e:
+    assert "broadcast" in str(e)
+else:
+    raise AssertionError("shape mismatch must raise")
+# A bound method and introspection behave like the Python function's.
+method = a.sum
+assert method().shape == ()
+import inspect
+assert "axis" in str(inspect.signature(gp.sum)) and gp.exp.__name__ == "exp"
+assert gp.exp.__doc__ and "exp" in gp.exp.__doc__
+"""
+
+
+def test_fast_path_launches_what_the_python_path_launches(run: Runner) -> None:
+    run(FAST_VS_PYTHON, env={"PYGPUKIT_BACKEND": "cpu"})
+
+
+def test_fast_path_reports_a_failed_launch(run: Runner) -> None:
+    run(
+        r"""
+import numpy as np
+import pygpukit as gp
+ctx = use_device(0)
+mod = drv.Module.load_data(b"FAKECUBIN")
+rt = gp.zeros(1)._rt
+launcher = drv.Launcher(mod.get_function("small_ew_f32"), 1, 256, "iiPiPiqPiqPiqffq")
+rt.small_launchers["ew_f32"] = launcher
+a = gp.from_numpy(np.ones(4, np.float32))
+base = gp.memory_stats()["allocated_bytes"]
+try:
+    a + a
+except drv.CudaError as e:
+    assert "719" in str(e) or "LAUNCH" in str(e).upper(), str(e)
+else:
+    raise AssertionError("the injected launch error must surface")
+assert gp.memory_stats()["allocated_bytes"] == base  # the result's block went back
+""",
+        env={"PYGPUKIT_BACKEND": "cpu", "FAKE_CUDA_LAUNCH_ERROR": "719"},
+    )
