@@ -24,6 +24,7 @@
 
 #include "block_cache.hpp"
 #include "cuda_decls.hpp"
+#include "driver_api.hpp"
 #include "errors.hpp"
 
 namespace pgk {
@@ -45,9 +46,26 @@ enum Kind : int {
     kAstype = 4,     // f(x, dtype)
     kReduce = 5,     // f(x): the whole array, keepdims False
     kRowNorm = 6,    // f(x): over the last axis, no weight/bias, eps 0
-    kNumKinds = 7
+    kMatmul = 7,     // f(a, b): 2-D a @ b
+    kLinear = 8,     // f(x, weight[, bias]): 2-D x @ weight.T (+ bias)
+    kNumKinds = 9
 };
-const int kArity[kNumKinds] = {2, 2, 1, 3, 2, 1, 1};
+const int kArity[kNumKinds] = {2, 2, 1, 3, 2, 1, 1, 2, 2};
+
+// pgk_gemm_desc and the two GEMM entry points of pygpukit_kernels' C ABI.
+struct GemmDesc {
+    std::int64_t m, n, k, batch;
+    std::int32_t dtype, precision, activation, b_col_major;
+    const void* a;
+    std::int64_t lda, batch_stride_a;
+    const void* b;
+    std::int64_t ldb, batch_stride_b;
+    void* c;
+    std::int64_t ldc, batch_stride_c;
+    const void* bias;
+};
+using GemmFn = int (*)(const GemmDesc*, void*, std::uint64_t, void*);
+using GemmWorkspaceFn = int (*)(const GemmDesc*, std::uint64_t*);
 
 // Operand conversions (a plan's "conv"): an array, or a Python scalar converted as the kernel
 // takes it.
@@ -165,6 +183,12 @@ struct Plan {
     long long max_n = 0;          // most elements (row norms: most columns)
     long long max_total = 0;      // row norms: most elements in all
     bool share_strides = false;   // the result's strides are those of the first array operand
+    // Products: the C ABI's entry points, what raises its errors, the device's context.
+    GemmFn gemm = nullptr;
+    GemmWorkspaceFn gemm_workspace = nullptr;
+    PyObject* check = nullptr;    // check(name, status) raises for a non-zero status
+    std::uint64_t context = 0;
+    int precision = 0;
 };
 
 struct FastOpObject {
@@ -237,7 +261,7 @@ bool fill_plan(PyObject* d, Plan* p) {
         !get_obj(d, "scalar_type", &st) || !get_ints3(d, "codes", p->codes) ||
         !get_ints3(d, "conv", p->conv))
         return false;
-    if (!is_launcher(p->launcher) || !is_block_cache(p->cache)) {
+    if ((p->launcher != Py_None && !is_launcher(p->launcher)) || !is_block_cache(p->cache)) {
         PyErr_SetString(PyExc_TypeError, "plan: launcher/cache of the wrong type");
         return false;
     }
@@ -252,6 +276,18 @@ bool fill_plan(PyObject* d, Plan* p) {
         return false;
     if (!get_int(d, "share_strides", &v)) return false;
     p->share_strides = v != 0;
+    PyObject* gemm = PyDict_GetItemString(d, "gemm");  // products only
+    if (gemm != nullptr) {
+        long long ws, ctx, prec;
+        if (!get_int(d, "gemm", &v) || !get_int(d, "gemm_workspace", &ws) ||
+            !get_int(d, "context", &ctx) || !get_int(d, "precision", &prec) ||
+            !get_obj(d, "check", &p->check))
+            return false;
+        p->gemm = reinterpret_cast<GemmFn>(static_cast<std::uintptr_t>(v));
+        p->gemm_workspace = reinterpret_cast<GemmWorkspaceFn>(static_cast<std::uintptr_t>(ws));
+        p->context = static_cast<std::uint64_t>(ctx);
+        p->precision = static_cast<int>(prec);
+    }
     const char* s = PyUnicode_AsUTF8(st);
     if (s == nullptr) return false;
     p->scalar_type = s[0];
@@ -685,12 +721,158 @@ PyObject* run(FastOpObject* self, PyObject* const* args) {
     return out;
 }
 
+
+// The operand's two dims as a GEMM reads them: 0 row-major (unit stride along the last dim),
+// 1 column-major (unit stride along the first), -1 neither.  Leading dimension in *ld.
+int layout_2d(PyObject* v, long long itemsize, long long* rows, long long* cols, long long* ld) {
+    PyObject* shape = slot(v, g.a_shape);
+    PyObject* strides = slot(v, g.a_strides);
+    if (shape == nullptr || strides == nullptr || PyTuple_GET_SIZE(shape) != 2) return -1;
+    *rows = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, 0));
+    *cols = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, 1));
+    long long s0 = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, 0));
+    long long s1 = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, 1));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (*rows <= 0 || *cols <= 0) return -1;
+    if (slot(v, g.a_contig) == Py_True) {
+        *ld = *cols;
+        return 0;
+    }
+    if (s0 == itemsize && s1 == *rows * itemsize) {  // the transpose of a contiguous matrix
+        *ld = *rows;
+        return 1;
+    }
+    return -1;
+}
+
+// a @ b (kMatmul) or x @ weight.T + bias (kLinear) for 2-D operands of the plan's dtype.
+PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    PyObject* a = args[0];
+    PyObject* b = args[1];
+    PyObject* bias = nargs > 2 && args[2] != Py_None ? args[2] : nullptr;
+    if (!is_array(a) || !is_array(b) || (bias != nullptr && !is_array(bias))) return nullptr;
+    PyObject* rt = slot(a, g.a_rt);
+    if (rt == nullptr || slot(b, g.a_rt) != rt || (bias && slot(bias, g.a_rt) != rt))
+        return nullptr;
+    PyObject* dt = slot(a, g.a_dtype);
+    if (slot(b, g.a_dtype) != dt || (bias && slot(bias, g.a_dtype) != dt)) return nullptr;
+    const Plan* p = find_plan(self, rt, dt, nullptr, nullptr);
+    if (p == nullptr || p->gemm == nullptr) return nullptr;
+    long long es = p->out_itemsize, m, k, rb, cb, lda, ldb;
+    if (layout_2d(a, es, &m, &k, &lda) != 0) return nullptr;
+    int lb = layout_2d(b, es, &rb, &cb, &ldb);
+    if (lb < 0) return nullptr;
+    long long n;
+    int b_col_major;
+    if (self->kind == kLinear) {  // weight (n, k): B = weight.T, column-major when weight is C
+        if (cb != k) return nullptr;
+        n = rb;
+        b_col_major = lb == 0 ? 1 : 0;
+    } else {
+        if (rb != k) return nullptr;
+        n = cb;
+        b_col_major = lb;
+    }
+    if (bias != nullptr && (contiguous_size(bias) != n ||
+                            PyTuple_GET_SIZE(slot(bias, g.a_shape)) != 1))
+        return nullptr;
+    bool failed;
+    PyObject* stream = current_stream(p, &failed);
+    if (stream == nullptr) return nullptr;
+    std::uint64_t pa = operand_address(a, stream), pb = operand_address(b, stream);
+    std::uint64_t pbias = bias != nullptr ? operand_address(bias, stream) : 0;
+    if (pa == 0 || pb == 0 || (bias != nullptr && pbias == 0)) return nullptr;
+    PyObject* shape = Py_BuildValue("(LL)", m, n);
+    if (shape == nullptr) return nullptr;
+    std::uint64_t pc = 0;
+    PyObject* out = new_result(p, rt, shape, nullptr, m * n, stream, &pc);
+    Py_DECREF(shape);
+    if (out == nullptr) return nullptr;
+    GemmDesc desc{};
+    desc.m = m;
+    desc.n = n;
+    desc.k = k;
+    desc.batch = 1;
+    desc.dtype = p->out_code;
+    desc.precision = p->precision;
+    desc.activation = 0;
+    desc.b_col_major = b_col_major;
+    desc.a = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(pa));
+    desc.lda = m > 1 ? lda : k;
+    desc.b = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(pb));
+    desc.ldb = b_col_major ? (n > 1 ? ldb : k) : (k > 1 ? ldb : n);
+    desc.c = reinterpret_cast<void*>(static_cast<std::uintptr_t>(pc));
+    desc.ldc = n;
+    desc.bias = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(pbias));
+    std::uint64_t ws_bytes = 0;
+    int status = p->gemm_workspace(&desc, &ws_bytes);
+    PyObject* workspace = nullptr;
+    void* ws = nullptr;
+    if (status == 0 && ws_bytes != 0) {
+        std::uint64_t addr = 0;
+        workspace = block_cache_malloc(p->cache, p->allocator,
+                                       static_cast<std::int64_t>(ws_bytes), stream);
+        if (workspace == nullptr) {
+            workspace = PyObject_CallMethod(p->allocator, "malloc", "KO",
+                                            static_cast<unsigned long long>(ws_bytes), stream);
+            if (workspace == nullptr || !is_cached_block(workspace)) {
+                if (workspace != nullptr)
+                    PyErr_SetString(PyExc_TypeError, "malloc must return a CachedBlock");
+                Py_XDECREF(workspace);
+                Py_DECREF(out);
+                return nullptr;
+            }
+        }
+        addr = cached_block_address(workspace);
+        ws = reinterpret_cast<void*>(static_cast<std::uintptr_t>(addr));
+    }
+    if (status == 0) {
+        CUcontext current = nullptr;
+        auto get_current = driver().cuCtxGetCurrent;
+        if (get_current == nullptr || get_current(&current) != CUDA_SUCCESS ||
+            reinterpret_cast<std::uint64_t>(current) != p->context) {
+            PyObject* r = PyObject_CallNoArgs(p->activate);
+            if (r == nullptr) {
+                Py_XDECREF(workspace);
+                Py_DECREF(out);
+                return nullptr;
+            }
+            Py_DECREF(r);
+        }
+        unsigned long long h = PyLong_AsUnsignedLongLong(slot(stream, g.s_handle));
+        if (h == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+            Py_XDECREF(workspace);
+            Py_DECREF(out);
+            return nullptr;
+        }
+        PyThreadState* ts = PyEval_SaveThread();
+        status = p->gemm(&desc, ws, ws_bytes,
+                         reinterpret_cast<void*>(static_cast<std::uintptr_t>(h)));
+        PyEval_RestoreThread(ts);
+    }
+    Py_XDECREF(workspace);  // back in the cache: reused only by later work of this stream
+    if (status != 0) {
+        Py_DECREF(out);
+        PyObject* r = PyObject_CallFunction(p->check, "si", "pgk_gemm", status);
+        Py_XDECREF(r);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "pgk_gemm failed with status %d", status);
+        return nullptr;
+    }
+    return out;
+}
+
 PyObject* fastop_vectorcall(PyObject* callable, PyObject* const* args, std::size_t nargsf,
                             PyObject* kwnames) {
     auto* self = reinterpret_cast<FastOpObject*>(callable);
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (g.ready && n == kArity[self->kind] && (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0)) {
-        PyObject* r = run(self, args);
+    bool product = self->kind == kMatmul || self->kind == kLinear;
+    if (g.ready && (n == kArity[self->kind] || (self->kind == kLinear && n == 3)) &&
+        (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0)) {
+        PyObject* r = product ? run_product(self, args, n) : run(self, args);
         if (r != nullptr || PyErr_Occurred()) return r;
     }
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);

@@ -270,3 +270,95 @@ assert gp.memory_stats()["allocated_bytes"] == base  # the result's block went b
 """,
         env={"PYGPUKIT_BACKEND": "cpu", "FAKE_CUDA_LAUNCH_ERROR": "719"},
     )
+
+
+PRODUCTS = r"""
+import ctypes
+import numpy as np
+import pygpukit as gp
+from pygpukit import _linalg
+
+ctx = use_device(0)
+rt = gp.zeros(1)._rt
+rt.small_launchers["ew_f32"] = object()  # marks a runtime with a C fast path
+
+
+class Desc(ctypes.Structure):
+    _fields_ = [("m", ctypes.c_int64), ("n", ctypes.c_int64), ("k", ctypes.c_int64),
+                ("batch", ctypes.c_int64), ("dtype", ctypes.c_int32),
+                ("precision", ctypes.c_int32), ("activation", ctypes.c_int32),
+                ("b_col_major", ctypes.c_int32), ("a", ctypes.c_uint64), ("lda", ctypes.c_int64),
+                ("sa", ctypes.c_int64), ("b", ctypes.c_uint64), ("ldb", ctypes.c_int64),
+                ("sb", ctypes.c_int64), ("c", ctypes.c_uint64), ("ldc", ctypes.c_int64),
+                ("sc", ctypes.c_int64), ("bias", ctypes.c_uint64)]
+
+
+calls = []
+GEMM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Desc), ctypes.c_uint64, ctypes.c_uint64,
+                        ctypes.c_uint64)
+WS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Desc), ctypes.POINTER(ctypes.c_uint64))
+status = {"value": 0}
+
+
+@GEMM
+def fake_gemm(desc, workspace, nbytes, stream):
+    d = desc.contents
+    calls.append({f: getattr(d, f) for f, _ in Desc._fields_} | {"ws": workspace,
+                                                                   "ws_bytes": nbytes})
+    return status["value"]
+
+
+@WS
+def fake_workspace(desc, out):
+    out[0] = 4096 if desc.contents.m == 3 else 0
+    return 0
+
+
+def check(name, code):
+    if code:
+        raise RuntimeError(f"{name} failed with {code}")
+
+
+rt.gemm_entry_points = lambda: (ctypes.cast(fake_gemm, ctypes.c_void_p).value,
+                                ctypes.cast(fake_workspace, ctypes.c_void_p).value, check)
+rt.context_handle = ctx.handle
+a = gp.from_numpy(np.ones((3, 4), np.float16))
+b = gp.from_numpy(np.ones((4, 5), np.float16))
+w = gp.from_numpy(np.ones((5, 4), np.float16))
+bias = gp.from_numpy(np.ones(5, np.float16))
+addr = lambda x: x._block.address + x._offset
+
+c = a @ b
+d = calls.pop()
+assert c.shape == (3, 5) and c.dtype == np.float16 and c._contig
+assert (d["m"], d["n"], d["k"], d["batch"], d["b_col_major"]) == (3, 5, 4, 1, 0), d
+assert (d["a"], d["b"], d["c"]) == (addr(a), addr(b), addr(c)), d
+assert (d["lda"], d["ldb"], d["ldc"], d["bias"], d["activation"]) == (4, 5, 5, 0, 0), d
+assert d["ws_bytes"] == 4096 and d["ws"] != 0, d
+y = gp.linear(a, w, bias)
+d = calls.pop()
+assert y.shape == (3, 5)
+assert (d["b_col_major"], d["ldb"], d["b"], d["bias"]) == (1, 4, addr(w), addr(bias)), d
+z = gp.matmul(a, w.T)  # a transposed view is read in place
+d = calls.pop()
+assert (d["b_col_major"], d["ldb"], d["b"]) == (1, 4, addr(w)), d
+assert not calls
+# Where the fast path does not apply the Python path runs (the CPU simulation computes).
+assert (a @ b.astype(np.float32)).dtype == np.float32 and not calls
+assert gp.linear(a, w, bias, "relu").shape == (3, 5) and not calls
+assert gp.matmul(a[::2], b).shape == (2, 5) and not calls
+# The C ABI's errors reach the caller; the result's block goes back.
+base = gp.memory_stats()["allocated_bytes"]
+status["value"] = 7
+try:
+    a @ b
+except RuntimeError as e:
+    assert "pgk_gemm failed with 7" in str(e)
+else:
+    raise AssertionError("a failed product must raise")
+assert gp.memory_stats()["allocated_bytes"] == base
+"""
+
+
+def test_products_fill_the_gemm_descriptor(run: Runner) -> None:
+    run(PRODUCTS, env={"PYGPUKIT_BACKEND": "cpu"})

@@ -51,6 +51,15 @@ class Runtime(Protocol):
         """Name the device, e.g. ``"cuda:0 (NVIDIA H200, sm_90)"``."""
         ...
 
+    def gemm_entry_points(self) -> tuple[int, int, Callable[[str, int], None]] | None:
+        """``(pgk_gemm address, pgk_gemm_workspace_size address, status check)``, or None."""
+        ...
+
+    @property
+    def context_handle(self) -> int:
+        """The device's CUcontext as an int (0 on the CPU simulation)."""
+        ...
+
     def activate(self) -> None:
         """Make the device current on the calling thread."""
         ...

@@ -159,6 +159,12 @@ class CpuRuntime:
     def describe(self) -> str:
         return "cpu:0 (simulation)"
 
+    def gemm_entry_points(self) -> None:
+        """No C ABI here: products take the Python path."""
+        return None
+
+    context_handle = 0
+
     def activate(self) -> None:
         """Nothing to make current."""
 

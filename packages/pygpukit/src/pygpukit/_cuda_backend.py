@@ -329,6 +329,22 @@ class CudaRuntime:
                                    size, stream.launch_handle())
         self.kernels.check("pgk_gemm", status)
 
+    def gemm_entry_points(self) -> tuple[int, int, Callable[[str, int], None]]:
+        """Addresses of ``pgk_gemm`` and ``pgk_gemm_workspace_size`` and the status check.
+
+        For the C fast path of products (:mod:`pygpukit._fastpath`), which calls them itself.
+        """
+        kernels = self.kernels
+        gemm = ctypes.cast(kernels.gemm, ctypes.c_void_p).value
+        workspace = ctypes.cast(kernels.gemm_workspace_size, ctypes.c_void_p).value
+        assert gemm is not None and workspace is not None
+        return gemm, workspace, kernels.check
+
+    @property
+    def context_handle(self) -> int:
+        """The device's primary context (a CUcontext as an int)."""
+        return int(self._context.handle)
+
     def gemm_last_kernel(self) -> str:
         """Name of the kernel this thread's last product ran (for tests and benchmarks)."""
         return str(self.kernels.gemm_last_kernel().decode())

@@ -62,6 +62,8 @@ class Kind(IntEnum):
     ASTYPE = 4      #: f(x, dtype)
     REDUCE = 5      #: f(x): the whole array
     ROW_NORM = 6    #: f(x): over the last axis
+    MATMUL = 7      #: f(a, b): 2-D operands
+    LINEAR = 8      #: f(x, weight[, bias]): 2-D x
 
 
 # How a scalar operand reaches the kernel (the C side's ``Conv``).
@@ -71,11 +73,15 @@ _INT_LOOPS = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
               for t in (np.int8, np.uint8, np.int16, np.int32, np.int64)}
 
 
-def _runtime_part(rt: Any, slot: str) -> dict[str, Any] | None:
-    """What a plan needs of the runtime, with the launcher of ``slot`` (None: no launcher)."""
-    launcher = rt.small_launchers.get(slot)
-    if launcher is None:
-        return None  # the CPU simulation: every call takes the Python path
+def runtime_part(rt: Any, slot: str | None) -> dict[str, Any] | None:
+    """What a plan needs of the runtime, with the launcher of ``slot`` (None: no launcher).
+
+    ``slot=None``: a plan that launches no small kernel (products).  None where the runtime
+    has no such launcher (the CPU simulation: every call takes the Python path).
+    """
+    launcher = rt.small_launchers.get(slot) if slot is not None else None
+    if launcher is None and (slot is not None or not rt.small_launchers):
+        return None
     allocator = rt.allocator
     return {"launcher": launcher, "allocator": allocator, "cache": allocator.core,
             "default_stream": rt.default_stream, "index": rt.index, "activate": rt.activate,
@@ -95,7 +101,7 @@ def _conversion(loop: np.dtype[Any]) -> tuple[int, Any, int, int]:
 
 def _elementwise(rt: Any, slot: str, op: int, out: np.dtype[Any], keys: tuple[Any, ...],
                  loop: np.dtype[Any]) -> dict[str, Any] | None:
-    plan = _runtime_part(rt, slot)
+    plan = runtime_part(rt, slot)
     if plan is None:
         return None
     conv = [_ARRAY if isinstance(k, np.dtype) else -1 for k in keys]
@@ -140,7 +146,7 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
                                 (k0, k1, k2), result)
         if kind == Kind.ASTYPE:
             target = normalize_dtype(k1)
-            plan = _runtime_part(rt, "cast")
+            plan = runtime_part(rt, "cast")
             if plan is not None:
                 plan.update(op=0, out_dtype=target, out_itemsize=target.itemsize,
                             out_code=kernel_code(target), codes=[kernel_code(k0)],
@@ -149,7 +155,7 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
             return plan
         if kind == Kind.REDUCE:
             result, compute = reduce_dtypes(name, k0)
-            plan = _runtime_part(rt, _small._REDUCE_SLOTS[compute])
+            plan = runtime_part(rt, _small._REDUCE_SLOTS[compute])
             if plan is not None:
                 plan.update(op=REDUCE_OPS[name], out_dtype=result, out_itemsize=result.itemsize,
                             out_code=kernel_code(result), codes=[kernel_code(k0)],
@@ -158,7 +164,7 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
         if kind == Kind.ROW_NORM:
             if k0 not in (float16, bfloat16, float32, float64):
                 return None
-            plan = _runtime_part(rt, "row_norm_f64" if k0 == float64 else "row_norm_f32")
+            plan = runtime_part(rt, "row_norm_f64" if k0 == float64 else "row_norm_f32")
             if plan is not None:
                 plan.update(op=ROW_NORMS[name], out_dtype=k0, out_itemsize=k0.itemsize,
                             out_code=kernel_code(k0), codes=[kernel_code(k0)], conv=[_ARRAY],
@@ -178,10 +184,16 @@ def kernel_code_or_none(dtype: np.dtype[Any]) -> int | None:
         return None
 
 
-def fast(kind: Kind, name: str) -> Callable[[F], F]:
-    """Decorator: the function, with the C fast path of ``kind`` for op ``name`` in front."""
+Planner = Callable[[int, str, Any, Any, Any, Any], "dict[str, Any] | None"]
+
+
+def fast(kind: Kind, name: str, plan: Planner = planner) -> Callable[[F], F]:
+    """Decorator: the function, with the C fast path of ``kind`` for op ``name`` in front.
+
+    ``plan`` makes the plans (default: :func:`planner`; products bring their own).
+    """
     def wrap(fn: F) -> F:
-        op = FastOp(int(kind), name, fn, planner)
+        op = FastOp(int(kind), name, fn, plan)
         functools.update_wrapper(op, fn)
         return cast(F, op)  # calls like fn (same signature)
 

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pygpukit import _fastpath
 from pygpukit._array import GPUArray
-from pygpukit._dtypes import bfloat16, float16, float32, float64
+from pygpukit._dtypes import bfloat16, float16, float32, float64, kernel_code
+from pygpukit._fastpath import Kind, fast
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, touch
 from pygpukit_kernels import Activation
@@ -72,6 +74,8 @@ def set_matmul_precision(precision: str) -> None:
     parsed = _parse_precision(precision, "precision")
     with _state:
         _precision = parsed
+        for op in _FAST_PRODUCTS:  # float32 plans hold the precision: made again
+            op.clear_plans()
 
 
 def get_matmul_precision() -> Precision:
@@ -424,3 +428,33 @@ def linear(x: Any, weight: Any, bias: Any = None, activation: str | None = None,
 
 
 __all__ = ["get_matmul_precision", "linear", "matmul", "set_matmul_precision"]
+
+
+# -- the C fast path of 2-D products (pygpukit._fastpath) -----------------------------------------
+def _product_plan(kind: int, name: str, rt: Any, dtype: Any, _k1: Any, _k2: Any
+                  ) -> dict[str, Any] | None:
+    """Plan of a FastOp product over 2-D operands of ``dtype`` (None: the Python path)."""
+    if dtype not in _SUPPORTED:
+        return None
+    entry = rt.gemm_entry_points()
+    plan = _fastpath.runtime_part(rt, None)
+    if entry is None or plan is None:
+        return None
+    gemm, workspace, check = entry
+    plan.update(launcher=None, op=0, out_dtype=dtype, out_itemsize=dtype.itemsize,
+                out_code=kernel_code(dtype), codes=[], conv=[], max_n=0, gemm=gemm,
+                gemm_workspace=workspace, check=check, context=rt.context_handle,
+                precision=PRECISION_CODES[_precision])
+    return plan
+
+
+def _install_fast_products() -> list[Any]:
+    global matmul, linear
+    matmul = fast(Kind.MATMUL, "matmul", _product_plan)(matmul)
+    linear = fast(Kind.LINEAR, "linear", _product_plan)(linear)
+    method = fast(Kind.MATMUL, "matmul", _product_plan)(GPUArray.__dict__["__matmul__"])
+    GPUArray.__matmul__ = method  # type: ignore[method-assign]
+    return [matmul, linear, method]
+
+
+_FAST_PRODUCTS = _install_fast_products()
