@@ -15,7 +15,8 @@
 #       libgcc_s.so.1 (its _Unwind_* are GCC_3.0/4.2.0); gcc links it so by default anyway;
 #   cmake/glibc_compat.cpp: the two newer glibc symbols that g++'s headers and libstdc++.a still
 #       reference (__libc_single_threaded, arc4random), defined inside the library;
-#   -z defs: a symbol glibc 2.28 lacks fails the build here instead of the import elsewhere.
+#   -z defs: a symbol glibc 2.28 lacks fails the build here instead of the import elsewhere;
+#   -z nodelete: never unloaded (below).
 #
 # Options (same names as pygpukit-driver's):
 #   PYGPUKIT_USE_ZIG  ON: link with zig as above (Linux); OFF: link with the host g++ against
@@ -85,7 +86,11 @@ function(pgk_link_for_old_glibc target)
   target_sources(${target} PRIVATE $<TARGET_OBJECTS:pgk_glibc_compat>)
   set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CUDA)
   target_link_libraries(${target} PRIVATE "${_libstdcxx}" "${_libgcc_s}" m)
-  target_link_options(${target} PRIVATE -Wl,-z,defs -Wl,--as-needed)
+  # -z nodelete: dlclose leaves the library mapped, as it did when g++ linked it (libstdc++'s
+  # STB_GNU_UNIQUE symbols made it so; the version script now keeps them local).  zig links no
+  # crtbeginS.o, whose __cxa_finalize call would run the library's static destructors at
+  # dlclose: unmapped, they would run at exit() from freed code.
+  target_link_options(${target} PRIVATE -Wl,-z,defs -Wl,-z,nodelete -Wl,--as-needed)
   message(STATUS "Linking ${target} with zig for ${_target} (C++ runtime: ${_libstdcxx}, "
                  "${_libgcc_s})")
 endfunction()

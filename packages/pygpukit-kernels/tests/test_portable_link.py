@@ -89,3 +89,20 @@ def test_exports_only_the_c_abi(symbols: list[DynSym]) -> None:
     assert "pgk_abi_version" in exported and "pgk_gemm" in exported, exported
     extra = [name for name in exported if not name.startswith("pgk_")]
     assert not extra, f"{len(extra)} exported beyond the C ABI (static C++ runtime?): {extra[:10]}"
+
+
+def test_dlclose_leaves_the_library_loaded() -> None:
+    # Its static destructors are registered with atexit: were dlclose to unmap it (nothing in
+    # the link runs them at dlclose), exit() would call into freed code.  -z nodelete.
+    script = (
+        "import ctypes, _ctypes, sys\n"
+        f"path = {str(pk.library_path())!r}\n"
+        "lib = ctypes.CDLL(path)\n"
+        "assert lib.pgk_abi_version() > 0\n"
+        "_ctypes.dlclose(lib._handle)\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "sys.exit(0 if path in maps else 3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, (done.returncode, done.stderr)
