@@ -70,9 +70,17 @@ function(pgk_link_for_old_glibc target)
   execute_process(COMMAND uname -m OUTPUT_VARIABLE _arch OUTPUT_STRIP_TRAILING_WHITESPACE
                   COMMAND_ERROR_IS_FATAL ANY)
   set(_target "${_arch}-linux-gnu.${PYGPUKIT_GLIBC}")
-  # A wrapper at a fixed path: zig's path is in the (per-build) isolated environment.
+  # A wrapper at a fixed path: zig's path is in the (per-build) isolated environment.  It drops
+  # the -L folders that do not exist (CMake's implicit CUDA ones, lib64/ and lib64/stubs/, which
+  # the nvidia wheels lack: zig would warn about each).
   set(_linker "${CMAKE_BINARY_DIR}/zig-bin/zig-cc-link")
-  file(WRITE "${_linker}" "#!/bin/sh\nexec \"${_zig}\" cc -target ${_target} \"$@\"\n")
+  file(WRITE "${_linker}" [=[#!/bin/sh
+for arg do
+  shift
+  case "$arg" in -L*) [ -d "${arg#-L}" ] || continue ;; esac
+  set -- "$@" "$arg"
+done
+]=] "exec \"${_zig}\" cc -target ${_target} \"$@\"\n")
   file(CHMOD "${_linker}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
        GROUP_EXECUTE)
   # The CUDA link rule is "<launcher> <flags> -o <target> <objects> <libraries> <cudart ...>".
