@@ -42,11 +42,15 @@ function(_pgk_host_file out host name)
 endfunction()
 
 function(pgk_link_for_old_glibc target)
+  if(NOT CMAKE_SYSTEM_NAME STREQUAL "Linux")
+    return()  # glibc, ELF version scripts and zig's glibc stubs are Linux matters
+  endif()
   set(_exports "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/exports.map")
   # Only the C ABI (pgk_*) is exported: the static C++ runtime and cudart stay private.
   target_link_options(${target} PRIVATE "-Wl,--version-script=${_exports}")
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${_exports}")
-  if(NOT (CMAKE_HOST_SYSTEM_NAME STREQUAL "Linux" AND PYGPUKIT_USE_ZIG))
+  if(NOT PYGPUKIT_USE_ZIG)
+    # The host g++ links against this machine's glibc (the wheel needs it or newer).
     target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc -Wl,--as-needed)
     return()
   endif()
