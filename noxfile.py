@@ -34,12 +34,11 @@ PACKAGES = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-nvrtc", "pygpukit-s
 # tags them plain `linux`).
 REPAIRED = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-sched")
 # Their platform tag: glibc 2.28 (RHEL 8, Ubuntu 20.04+, Debian 11+), whatever glibc this machine
-# has -- the builds compile and link with zig (the `ziglang` build requirement) against 2.28.
-# Not yet the kernels: nvcc refuses zig's libc++/glibc headers as host compiler, and gcc's
-# static libstdc++/libgcc_eh here need glibc 2.32-2.36 (arc4random, _dl_find_object), so their
-# wheel keeps the tag auditwheel finds (this machine's glibc).
+# has -- the builds link with zig (the `ziglang` build requirement) against glibc 2.28 stubs.
+# The driver and the scheduler also compile with zig; the kernels compile with nvcc and g++ and
+# only link with zig (packages/pygpukit-kernels/cmake/OldGlibcLink.cmake).
 MANYLINUX = f"manylinux_2_28_{platform.machine()}"
-FLOORED = ("pygpukit-driver", "pygpukit-sched")
+FLOORED = ("pygpukit-driver", "pygpukit-kernels", "pygpukit-sched")
 # maturin takes zig from the command line only ([tool.maturin] has no such key).
 BUILD_ENV = {"pygpukit-sched": {"MATURIN_PEP517_ARGS": "--zig --compatibility manylinux_2_28"}}
 # The CUDA kernels take many minutes to compile: their wheel is cached by a digest of the
@@ -296,8 +295,8 @@ def release(session: nox.Session) -> None:
        are unchanged), then the driver binding for every other CPython of RELEASE_PYTHONS
        (pyenv or PATH interpreters), built from its sdist.  The driver and scheduler wheels
        are ``manylinux_2_28``: zig (the ``ziglang`` build requirement) compiles and links them
-       against glibc 2.28 on this Debian 12 (glibc 2.36) machine.  The kernels wheel is not
-       yet (see FLOORED): until it is, step 4 fails at the full install, by design.
+       against glibc 2.28 on this Debian 12 (glibc 2.36) machine; the kernels wheel too (nvcc
+       and g++ compile it, zig links it against glibc 2.28: see FLOORED).
     2. sdists of all five packages (``python -m build --sdist``); the driver's is the one the
        wheels of step 1 are built from; the scheduler's, nvrtc's and pygpukit's are built into
        throw-away wheels to prove they build; the kernels' is only packed (a build from it is

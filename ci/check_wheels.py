@@ -1,5 +1,6 @@
-"""Check the built wheels: their tags, that no native library in them links CUDA, and that each
-needs no glibc newer than its manylinux tag promises, nor newer than MAX_GLIBC.
+"""Check the built wheels: their tags, that no native library in them links CUDA, that each
+needs no glibc newer than its manylinux tag promises, nor newer than MAX_GLIBC, and that the
+kernels' library exports its C ABI and nothing else.
 
 Usage: python ci/check_wheels.py WHEEL... (prints a table; exits 1 on any problem)
 """
@@ -23,12 +24,15 @@ EXPECTED_TAGS = {
 }
 FORBIDDEN_NEEDED = re.compile(r"libcuda\.so|libcudart|libnvrtc")
 # The oldest glibc the platform wheels must install on (manylinux_2_28: RHEL 8, Ubuntu 20.04+,
-# Debian 11+); the build compiles and links with zig against glibc 2.28 stubs to meet it.
+# Debian 11+); the builds link with zig against glibc 2.28 stubs to meet it (the kernels: g++
+# compiles, zig links, see packages/pygpukit-kernels/cmake/OldGlibcLink.cmake).
 MAX_GLIBC = (2, 28)
-# The wheels held to it; pygpukit_kernels is not yet (gcc's static C++ runtime on the build
-# machine needs its newer glibc): its glibc needs are printed, not enforced.
-FLOORED = {"pygpukit_driver", "pygpukit_sched"}
+# The wheels held to it: every wheel with native code.
+FLOORED = {"pygpukit_driver", "pygpukit_kernels", "pygpukit_sched"}
 GLIBC_VERSION = re.compile(r"\bGLIBC_(\d+)\.(\d+)")
+# What a library may export (its dynamic symbol table's defined, default-visibility symbols):
+# the kernels' C ABI only; their static libstdc++ and cudart must stay local.
+EXPORTS = {"pygpukit_kernels": re.compile(r"pgk_\w+")}
 
 
 def glibc_needed(binary: Path) -> tuple[int, int]:
@@ -36,6 +40,20 @@ def glibc_needed(binary: Path) -> tuple[int, int]:
     out = subprocess.run(["objdump", "-T", str(binary)], capture_output=True, text=True,
                          check=True).stdout
     return max(((int(a), int(b)) for a, b in GLIBC_VERSION.findall(out)), default=(0, 0))
+
+
+def exported_symbols(binary: Path) -> list[str]:
+    """Return the names an ELF shared object exports (defined global/weak dynamic symbols)."""
+    out = subprocess.run(["readelf", "--dyn-syms", "--wide", str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    names = []
+    for line in out.splitlines():
+        fields = line.split()
+        # Num: Value Size Type Bind Vis Ndx Name[@version]
+        if (len(fields) == 8 and fields[0].endswith(":") and fields[4] in ("GLOBAL", "WEAK")
+                and fields[5] in ("DEFAULT", "PROTECTED") and fields[6] != "UND"):
+            names.append(fields[7].split("@")[0])
+    return names
 
 
 def tag_glibc(tag: str) -> tuple[int, int] | None:
@@ -78,6 +96,18 @@ def check(wheel: Path) -> list[str]:
             if promised is not None and glibc > promised:
                 problems.append(f"{wheel.name}: {member} needs GLIBC_{glibc[0]}.{glibc[1]}, "
                                 f"newer than its tag promises")
+            elif name in FLOORED and glibc > MAX_GLIBC:
+                problems.append(f"{wheel.name}: {member} needs GLIBC_{glibc[0]}.{glibc[1]}, "
+                                f"newer than glibc {MAX_GLIBC[0]}.{MAX_GLIBC[1]}")
+            allowed = EXPORTS.get(name)
+            if allowed is not None:
+                exported = exported_symbols(path)
+                extra = sorted(s for s in exported if not allowed.fullmatch(s))
+                if not exported:
+                    problems.append(f"{wheel.name}: {member} exports nothing")
+                elif extra:
+                    problems.append(f"{wheel.name}: {member} exports {len(extra)} symbols "
+                                    f"beyond {allowed.pattern}, e.g. {extra[:5]}")
     print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.2f} MB, tag {tag}")
     return problems
 
