@@ -103,6 +103,19 @@ from pygpukit._runtime import (  # noqa: E402
     is_nvrtc_available,
 )
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
+from pygpukit import _sorting  # noqa: E402
+from pygpukit._sorting import (  # noqa: E402
+    argsort,
+    bincount,
+    cumprod,
+    cumsum,
+    diff,
+    histogram,
+    searchsorted,
+    sort,
+    topk,
+    unique,
+)
 
 if TYPE_CHECKING:
     from pygpukit_driver import CudaError, CudaOutOfMemoryError
@@ -121,6 +134,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     *_ops.__all__,
+    *_sorting.__all__,
     "SUPPORTED_DTYPES",
     "AdmissionError",
     "BackendUnavailableError",
