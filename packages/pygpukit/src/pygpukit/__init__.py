@@ -102,8 +102,6 @@ from pygpukit._runtime import (  # noqa: E402
     is_cuda_available,
     is_nvrtc_available,
 )
-from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
-from pygpukit import _sorting  # noqa: E402
 from pygpukit._sorting import (  # noqa: E402
     argsort,
     bincount,
@@ -116,6 +114,7 @@ from pygpukit._sorting import (  # noqa: E402
     topk,
     unique,
 )
+from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
 if TYPE_CHECKING:
     from pygpukit_driver import CudaError, CudaOutOfMemoryError
@@ -134,7 +133,6 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     *_ops.__all__,
-    *_sorting.__all__,
     "SUPPORTED_DTYPES",
     "AdmissionError",
     "BackendUnavailableError",
@@ -211,4 +209,15 @@ __all__ = [
     "uint8",
     "zeros",
     "zeros_like",
+    # sort and scan (pygpukit._sorting)
+    "argsort",
+    "bincount",
+    "cumprod",
+    "cumsum",
+    "diff",
+    "histogram",
+    "searchsorted",
+    "sort",
+    "topk",
+    "unique",
 ]

@@ -19,8 +19,7 @@ from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
 from pygpukit._optable import BINARY, REDUCE, UNARY
 from pygpukit._stream import Stream
-from pygpukit_kernels import Activation, NormOp, UnaryOp
-from pygpukit_kernels import ScanOp, SortFlag
+from pygpukit_kernels import Activation, NormOp, ScanOp, SortFlag, UnaryOp
 
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray

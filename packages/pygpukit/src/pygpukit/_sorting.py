@@ -1,5 +1,6 @@
-"""Sorting and scans: sort, argsort, topk, cumsum, cumprod, diff, searchsorted, unique, bincount,
-histogram.
+"""Sorting and scans: sort, argsort, topk, cumsum, cumprod, diff, searchsorted, unique, ...
+
+Also bincount and histogram.
 
 NumPy is the reference.  The work is done by a few runtime primitives (``pgk_sort``,
 ``pgk_scan``, ``pgk_searchsorted``, ``pgk_run_starts`` / ``pgk_run_scatter``, ``pgk_take_rows``
@@ -69,11 +70,11 @@ def _contiguous(x: GPUArray) -> GPUArray:
 
 
 def _rows(x: GPUArray, axis: int) -> tuple[GPUArray, tuple[int, ...], tuple[int, ...]]:
-    """x with ``axis`` moved last, as a contiguous (rows, cols) matrix.
+    """Return x with ``axis`` moved last, as a contiguous (rows, cols) matrix.
 
     Returns the matrix, the moved shape and the permutation that moved the axis.
     """
-    order = tuple(d for d in range(x.ndim) if d != axis) + (axis,)
+    order = (*(d for d in range(x.ndim) if d != axis), axis)
     moved = x.transpose(order) if axis != x.ndim - 1 else x
     packed = _contiguous(moved)
     cols = moved.shape[-1]
@@ -83,7 +84,7 @@ def _rows(x: GPUArray, axis: int) -> tuple[GPUArray, tuple[int, ...], tuple[int,
 def _unrows(result: GPUArray, moved_shape: tuple[int, ...], order: tuple[int, ...],
             cols: int) -> GPUArray:
     """A (rows, cols) result back in the input's axis order (contiguous, as NumPy's)."""
-    shaped = result.reshape(moved_shape[:-1] + (cols,))
+    shaped = result.reshape((*moved_shape[:-1], cols))
     if order == tuple(range(len(order))):
         return shaped
     inverse = tuple(order.index(d) for d in range(len(order)))
@@ -116,7 +117,7 @@ def _sort_rows(x2: GPUArray, k: int, *, values: bool, indices: bool,
 
 
 def _prepare(name: str, x: Any, axis: Any) -> tuple[GPUArray, int]:
-    """x (flattened for axis=None) and the normalized axis."""
+    """Return x (flattened for axis=None) and the normalized axis."""
     array = _array(name, x)
     if axis is None:
         return _contiguous(array).reshape(-1), 0
@@ -337,7 +338,7 @@ def diff(x: GPUArray, n: int = 1, axis: int = -1) -> GPUArray:
 
 
 def _as_operand(name: str, value: Any, runtime: Runtime, what: str) -> GPUArray:
-    """A GPUArray operand, or a Python / NumPy scalar or sequence uploaded as NumPy would type it."""
+    """A GPUArray operand; a Python / NumPy scalar or sequence is uploaded as NumPy types it."""
     if isinstance(value, GPUArray):
         if value._rt is not runtime:
             raise ValueError(f"{name}: {what} is on another device than a")
@@ -565,8 +566,11 @@ def bincount(x: GPUArray, weights: GPUArray | None = None, minlength: int = 0) -
 
 
 def _outer_edges(x: GPUArray, value_range: Any) -> tuple[Any, Any]:
-    """NumPy's ``_get_outer_edges``: the range, or x's min and max as NumPy scalars of x's
-    dtype (read to the host), widened by 0.5 each way when equal."""
+    """Return NumPy's ``_get_outer_edges``: the range, or x's min and max.
+
+    The min and max are NumPy scalars of x's dtype (read to the host), as NumPy computes the
+    edges from them; equal ends are widened by 0.5 each way.
+    """
     if value_range is not None:
         first, last = value_range
         if first > last:
