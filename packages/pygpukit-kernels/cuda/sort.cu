@@ -173,7 +173,8 @@ template <int Code, typename K>
 __global__ void decode_kernel(const void* __restrict__ x, const K* __restrict__ keys,
                               const int64_t* __restrict__ vals, int64_t rows, int64_t cols,
                               int64_t k, bool descending, int key_bits, bool gather,
-                              void* __restrict__ values_out, int64_t* __restrict__ indices_out) {
+                              bool canon_values, void* __restrict__ values_out,
+                              int64_t* __restrict__ indices_out) {
   const u64 mask = key_bits >= 64 ? ~u64{0} : ((u64{1} << key_bits) - 1);
   const int64_t total = rows * k;
   for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < total;
@@ -186,7 +187,10 @@ __global__ void decode_kernel(const void* __restrict__ x, const K* __restrict__ 
       r = p / cols;
     }
     if (values_out != nullptr) {
-      if (gather) {
+      if (gather && canon_values) {
+        // A values-only result: NaNs as the dtype's default NaN, as the decoded keys give.
+        store_key<Code>(values_out, p, load_key<Code>(x, vals[q], false));
+      } else if (gather) {
         copy_elem<Code>(x, vals[q], values_out, p);
       } else {
         u64 key = static_cast<u64>(keys[q]) & mask;
@@ -322,8 +326,9 @@ int run_sort_typed(const void* x, int64_t rows, int64_t cols, int flags, int64_t
   const int64_t n = rows * cols;
   const bool desc = (flags & PGK_SORT_DESCENDING) != 0;
   // Equal keys for -0.0 and +0.0 whenever positions matter (indices): NumPy's order is stable
-  // for them; a values-only sort may order them -0.0 first (both orders are NumPy's).
-  const bool canon_zero = p.with_vals;
+  // for them; a values-only sort orders -0.0 first (both orders are NumPy's).
+  const bool with_indices = (flags & PGK_SORT_INDICES) != 0;
+  const bool canon_zero = with_indices;
   K* keys = reinterpret_cast<K*>(ws);
   int64_t* vals = p.with_vals ? reinterpret_cast<int64_t*>(ws + p.off_vals0) : nullptr;
   const unsigned grid = grid_for(n, kBlock);
@@ -350,7 +355,7 @@ int run_sort_typed(const void* x, int64_t rows, int64_t cols, int flags, int64_t
   const unsigned ogrid = grid_for(rows * k, kBlock);
   decode_kernel<Code, K><<<ogrid, kBlock, 0, stream>>>(
       x, static_cast<const K*>(final_keys), vals, rows, cols, k, desc, p.key_bits, gather,
-      values_out, indices_out);
+      !with_indices, values_out, indices_out);
   return launch_status();
 }
 

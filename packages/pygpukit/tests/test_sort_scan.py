@@ -166,8 +166,12 @@ def test_sort_error_cases(backend: str) -> None:
         gp.sort(g, axis=2)
     with pytest.raises(np.exceptions.AxisError, match="-3"):
         gp.argsort(g, axis=-3)
+    scalar = gp.from_numpy(np.array(1.0, np.float32))
     with pytest.raises(np.exceptions.AxisError):
-        gp.sort(gp.from_numpy(np.array(1.0, np.float32)))
+        gp.sort(scalar)
+    same(gp.sort(scalar, axis=None), np.sort(np.array(1.0, np.float32), axis=None))
+    same(gp.argsort(scalar), np.argsort(np.array(1.0, np.float32)))  # [0], as NumPy
+    same(gp.cumsum(scalar, axis=0), np.cumsum(np.array(1.0, np.float32), axis=0))
     with pytest.raises(TypeError, match="axis must be an int"):
         gp.sort(g, axis=1.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="x must be a GPUArray"):

@@ -174,7 +174,8 @@ def argsort(x: GPUArray, axis: int | None = -1, kind: str | None = None, *,
         If axis is out of range.
     """
     _kind("argsort", kind, stable)
-    array, ax = _prepare("argsort", x, axis)
+    # NumPy's argsort of a 0-d array is [0], for any axis.
+    array, ax = _prepare("argsort", x, None if _array("argsort", x).ndim == 0 else axis)
     x2, moved, order = _rows(array, ax)
     _, idx = _sort_rows(x2, x2.shape[1], values=False, indices=True)
     assert idx is not None
@@ -253,11 +254,9 @@ def _scan_dtypes(name: str, x: GPUArray, dtype: Any) -> tuple[np.dtype[Any], np.
 def _scan(name: str, op: ScanOp, x: Any, axis: Any, dtype: Any) -> GPUArray:
     array = _array(name, x)
     result_dtype, acc = _scan_dtypes(name, array, dtype)
-    if axis is None:
+    if axis is None or array.ndim == 0:  # NumPy scans a 0-d array as one element
         array = _contiguous(array).reshape(-1)
-        ax = 0
-    else:
-        ax = _axis(name, axis, array.ndim)
+    ax = 0 if axis is None else _axis(name, axis, array.ndim)
     # NumPy casts the input to the requested dtype, then accumulates (a bool dtype: 0/1).
     if array.dtype != result_dtype and result_dtype == bool_:
         array = array.astype(bool_)
