@@ -230,8 +230,10 @@ inline int bits_for(int64_t v) {  // bits needed to hold 0..v
 
 inline uint64_t round_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-template <typename K>
-int temp_bytes_for(bool with_vals, int64_t n, int begin_bit, int end_bit, size_t* bytes) {
+// CUB's offsets follow the type of the element count: 32-bit ones (the fastest) whenever the
+// count fits, 64-bit ones past 2^32 elements.
+template <typename K, typename N>
+int temp_bytes_n(bool with_vals, N n, int begin_bit, int end_bit, size_t* bytes) {
   cub::DoubleBuffer<K> keys(nullptr, nullptr);
   cudaError_t st;
   if (with_vals) {
@@ -241,6 +243,15 @@ int temp_bytes_for(bool with_vals, int64_t n, int begin_bit, int end_bit, size_t
     st = cub::DeviceRadixSort::SortKeys(nullptr, *bytes, keys, n, begin_bit, end_bit);
   }
   return static_cast<int>(st);
+}
+
+template <typename K>
+int temp_bytes_for(bool with_vals, int64_t n, int begin_bit, int end_bit, size_t* bytes) {
+  if (n <= int64_t{UINT32_MAX}) {
+    return temp_bytes_n<K, uint32_t>(with_vals, static_cast<uint32_t>(n), begin_bit, end_bit,
+                                     bytes);
+  }
+  return temp_bytes_n<K, int64_t>(with_vals, n, begin_bit, end_bit, bytes);
 }
 
 inline int temp_bytes_width(int width, bool with_vals, int64_t n, int end_bit, size_t* bytes) {
@@ -303,9 +314,9 @@ int check_sort_args(int dtype, int64_t rows, int64_t cols, int flags) {
   return 0;
 }
 
-template <typename K>
-int radix_sort(char* ws, const SortPlan& p, int64_t n, int begin_bit, int end_bit, K** keys_cur,
-               int64_t** vals_cur, cudaStream_t stream) {
+template <typename K, typename N>
+int radix_sort_n(char* ws, const SortPlan& p, N n, int begin_bit, int end_bit, K** keys_cur,
+                 int64_t** vals_cur, cudaStream_t stream) {
   cub::DoubleBuffer<K> keys(reinterpret_cast<K*>(ws), reinterpret_cast<K*>(ws + p.off_keys1));
   if (*keys_cur != keys.Current()) keys.selector = 1;
   size_t temp = p.temp_bytes;
@@ -323,6 +334,18 @@ int radix_sort(char* ws, const SortPlan& p, int64_t n, int begin_bit, int end_bi
   }
   *keys_cur = keys.Current();
   return static_cast<int>(st);
+}
+
+// Radix sort of the n keys (and values) whose current buffers are *keys_cur / *vals_cur (one of
+// the workspace's two each); on return they point at the sorted ones.
+template <typename K>
+int radix_sort(char* ws, const SortPlan& p, int64_t n, int begin_bit, int end_bit, K** keys_cur,
+               int64_t** vals_cur, cudaStream_t stream) {
+  if (n <= int64_t{UINT32_MAX}) {
+    return radix_sort_n<K, uint32_t>(ws, p, static_cast<uint32_t>(n), begin_bit, end_bit,
+                                     keys_cur, vals_cur, stream);
+  }
+  return radix_sort_n<K, int64_t>(ws, p, n, begin_bit, end_bit, keys_cur, vals_cur, stream);
 }
 
 template <int Code, typename K>
