@@ -180,6 +180,9 @@ def test_sort_error_cases(backend: str) -> None:
         gp.sort(g, kind="bogus")
     with pytest.raises(TypeError, match="stable"):
         gp.argsort(g, stable="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at the same time"):
+        gp.sort(g, kind="stable", stable=True)
+    same(gp.argsort(g, kind="quicksort"), np.argsort(g.to_numpy(), kind="stable"))
     # AxisError is numpy's: both a ValueError and an IndexError
     with pytest.raises(ValueError):
         gp.cumsum(g, axis=5)

@@ -466,7 +466,7 @@ class GPUArray:
         hooks.sort(self, axis, kind, stable=stable)
 
     def argsort(self, axis: int | None = -1, kind: str | None = None, *,
-                stable: bool | None = True) -> GPUArray:
+                stable: bool | None = None) -> GPUArray:
         """Indices that sort along ``axis``, stable (see :func:`pygpukit.argsort`)."""
         return hooks.argsort(self, axis, kind, stable=stable)
 

@@ -60,6 +60,9 @@ def _kind(name: str, kind: Any, stable: Any) -> None:
         raise ValueError(f"{name}: kind must be one of {_KINDS[1:]} or None; got {kind!r}")
     if stable not in (None, True, False):
         raise TypeError(f"{name}: stable must be a bool or None; got {stable!r}")
+    if kind is not None and stable is not None:
+        raise ValueError(f"{name}: `kind` and `stable` parameters can't be provided at the "
+                         "same time")
 
 
 # -- layout: the axis last, as a contiguous (rows, cols) matrix -----------------------------------
@@ -159,7 +162,7 @@ def sort(x: GPUArray, axis: int | None = -1, kind: str | None = None, *,
 
 
 def argsort(x: GPUArray, axis: int | None = -1, kind: str | None = None, *,
-            stable: bool | None = True) -> GPUArray:
+            stable: bool | None = None) -> GPUArray:
     """Return the int64 indices that sort ``x`` along ``axis`` (NumPy's stable ``argsort``).
 
     Equal elements keep their order (NaNs last, all equal; ``-0.0 == +0.0``), so the result is
@@ -679,7 +682,7 @@ def histogram(x: GPUArray, bins: Any = 10, range: Any = None,
 
 
 def _argsort_method(self: GPUArray, axis: int | None = -1, kind: str | None = None, *,
-                    stable: bool | None = True) -> GPUArray:
+                    stable: bool | None = None) -> GPUArray:
     return argsort(self, axis, kind, stable=stable)
 
 
