@@ -260,9 +260,9 @@ def _scan(name: str, op: ScanOp, x: Any, axis: Any, dtype: Any) -> GPUArray:
     if axis is None or array.ndim == 0:  # NumPy scans a 0-d array as one element
         array = _contiguous(array).reshape(-1)
     ax = 0 if axis is None else _axis(name, axis, array.ndim)
-    # NumPy casts the input to the requested dtype, then accumulates (a bool dtype: 0/1).
-    if array.dtype != result_dtype and result_dtype == bool_:
-        array = array.astype(bool_)
+    # NumPy casts the input to the result dtype, then accumulates (a bool dtype: 0/1).
+    if array.dtype != result_dtype and (result_dtype == bool_ or result_dtype != acc):
+        array = array.astype(result_dtype)
     x2, moved, order = _rows(array, ax)
     runtime = x2._rt
     stream = stream_for_runtime(runtime)
@@ -282,9 +282,11 @@ def cumsum(x: GPUArray, axis: int | None = None, dtype: Any = None) -> GPUArray:
     Result dtype as NumPy 2: bool and integers give int64 (PyGPUkit holds no uint64: uint8
     gives int64 too), floats their own dtype, or ``dtype``.  Integers accumulate in int64
     (wrapping, then narrowed: NumPy's results); float16 / bfloat16 / float32 in float32,
-    float64 in float64.  Float results come from a parallel scan and differ from NumPy's
-    sequential sums by rounding (a few ulps times log2 of the length; float16 results, which
-    NumPy rounds at every step, may differ more).
+    float64 in float64.  Float results differ from NumPy's left-to-right loop by rounding:
+    the GPU adds in a parallel order (float16 results, which NumPy rounds at every step, may
+    differ more).  On the GPU a single long row is scanned with CUB's decoupled look-back,
+    whose float results may differ between runs in the last bits; many rows are scanned one
+    block per row in a fixed order; integer results are exact.
 
     Raises
     ------
