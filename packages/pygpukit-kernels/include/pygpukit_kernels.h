@@ -279,6 +279,64 @@ PGK_API int pgk_gemm(const pgk_gemm_desc* desc, void* workspace, uint64_t worksp
  * "" before the first).  For tests and benchmarks. */
 PGK_API const char* pgk_gemm_last_kernel(void);
 
+/* ---- sort, scan, searchsorted, runs (sort.cu, scan.cu) ----
+ *
+ * Arrays are C-contiguous (rows, cols) matrices; each row is sorted / scanned on its own (the
+ * caller moves the axis last).  Sizes are int64 (more than 2^31 elements work).  Functions that
+ * need device scratch memory take a workspace of at least the bytes their *_workspace_size
+ * query gives (256-byte aligned; nothing is allocated inside the library).
+ *
+ * pgk_sort: sorts each row of x (any dtype) in NumPy's order: NaNs last (every NaN compares
+ * equal), -0.0 equal to +0.0 when indices are asked for; ascending, or descending with
+ * PGK_SORT_DESCENDING (NaNs first).  STABLE: equal keys keep their order (in both directions).
+ * Writes the first k (<= cols) columns of each sorted row: values_out (rows, k) of x's dtype (or
+ * NULL), indices_out (rows, k) int64 column indices within the row (non-NULL exactly when
+ * flags has PGK_SORT_INDICES).  Values are x's elements bit for bit, except that a values-only
+ * sort of floats writes NaNs as the dtype's default quiet NaN and may order -0.0 before +0.0.
+ * Radix sort (CUB) of unsigned keys of 1/2/4/8 bytes; several rows share one sort with the row
+ * id above the key bits, or take two stable passes (8-byte dtypes). */
+enum { PGK_SORT_INDICES = 1, PGK_SORT_DESCENDING = 2 };
+PGK_API int pgk_sort_workspace_size(int dtype, int64_t rows, int64_t cols, int flags,
+                                    uint64_t* bytes);
+PGK_API int pgk_sort(const void* x, int dtype, int64_t rows, int64_t cols, int flags, int64_t k,
+                     void* values_out, int64_t* indices_out, void* workspace,
+                     uint64_t workspace_bytes, void* stream);
+
+/* out[j] = the insertion point of v[j] into the sorted a (n elements; a[sorter[i]] when sorter
+ * is not NULL), side left (first i with v[j] <= a[i]) or right (side_right: first i with
+ * v[j] < a[i]), in pgk_sort's order (NaN largest, -0.0 == +0.0).  a and v have one dtype. */
+PGK_API int pgk_searchsorted(const void* a, int dtype, int64_t n, const int64_t* sorter,
+                             const void* v, int64_t m, int side_right, int64_t* out,
+                             void* stream);
+
+/* Runs of equal elements of a sorted array (pgk_sort's equality), for unique:
+ * pgk_run_starts: flags[i] = 1 (int64) where a run starts (i == 0 or sorted[i] != sorted[i-1]).
+ * pgk_run_scatter: gid = the inclusive cumulative sum of those flags; for the start i of run
+ * g = gid[i]-1: uniq_out[g] = sorted[i], starts_out[g] = i, first_out[g] = perm[i]; and for
+ * every i: inverse_out[perm ? perm[i] : i] = gid[i]-1.  Each output may be NULL. */
+PGK_API int pgk_run_starts(const void* sorted, int dtype, int64_t n, int64_t* flags,
+                           void* stream);
+PGK_API int pgk_run_scatter(const int64_t* gid, int64_t n, const void* sorted, int dtype,
+                            const int64_t* perm, void* uniq_out, int64_t* starts_out,
+                            int64_t* first_out, int64_t* inverse_out, void* stream);
+
+/* dst[r, j] = src[r, idx[r, j]] for src (rows, cols), idx and dst (rows, k); every idx in
+ * [0, cols) (the caller's to guarantee: not checked on the device). */
+PGK_API int pgk_take_rows(const void* src, int dtype, int64_t rows, int64_t cols,
+                          const int64_t* idx, int64_t k, void* dst, void* stream);
+
+/* pgk_scan: inclusive cumulative sum / product along each row: out[r, j] = x[r, 0] (op) ...
+ * (op) x[r, j], x and out of one dtype: PGK_INT64 (wrapping), PGK_FLOAT32 or PGK_FLOAT64 (the
+ * caller converts other dtypes).  out may alias x exactly.  Integer results are exact; float
+ * results are those of a parallel scan (CUB's decoupled look-back for single or few long rows,
+ * one block per row otherwise): they differ from a sequential sum by rounding, and for the
+ * decoupled look-back may differ between runs in the last bits. */
+enum { PGK_SCAN_SUM = 0, PGK_SCAN_PROD = 1, PGK_NUM_SCAN_OPS = 2 };
+PGK_API int pgk_scan_workspace_size(int op, int dtype, int64_t rows, int64_t cols,
+                                    uint64_t* bytes);
+PGK_API int pgk_scan(int op, const void* x, void* out, int dtype, int64_t rows, int64_t cols,
+                     void* workspace, uint64_t workspace_bytes, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

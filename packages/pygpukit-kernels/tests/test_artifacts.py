@@ -95,7 +95,8 @@ def test_header_dtype_codes_match_python() -> None:
 
 # enum prefix in the header -> the Python enum that must mirror it.
 _ENUMS = {"PGK_OP_": pk.BinaryOp, "PGK_UOP_": pk.UnaryOp, "PGK_RED_": pk.ReduceOp,
-          "PGK_NORM_": pk.NormOp, "PGK_ACT_": pk.Activation, "PGK_PRECISION_": pk.Precision}
+          "PGK_NORM_": pk.NormOp, "PGK_ACT_": pk.Activation, "PGK_PRECISION_": pk.Precision,
+          "PGK_SORT_": pk.SortFlag, "PGK_SCAN_": pk.ScanOp}
 
 
 @pytest.mark.parametrize("prefix", sorted(_ENUMS))

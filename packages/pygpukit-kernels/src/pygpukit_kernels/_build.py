@@ -222,6 +222,43 @@ _LAUNCHERS.update({
     "pgk_gemm": [_GEMM_DESC_P, _VP, ctypes.c_uint64, _VP],
 })
 
+
+class SortFlag(enum.IntFlag):
+    """Flags of ``pgk_sort`` / ``pgk_sort_workspace_size`` (``PGK_SORT_*``)."""
+
+    INDICES = 1
+    DESCENDING = 2
+
+
+class ScanOp(enum.IntEnum):
+    """Cumulative ops of ``pgk_scan`` (``PGK_SCAN_*``)."""
+
+    SUM = 0
+    PROD = 1
+
+
+# Sort, scan, searchsorted, runs of equal keys, row gathers (sort.cu, scan.cu).
+_U64P = ctypes.POINTER(ctypes.c_uint64)
+_LAUNCHERS.update({
+    # dtype, rows, cols, flags, bytes (out)
+    "pgk_sort_workspace_size": [_INT, _I64, _I64, _INT, _U64P],
+    # x, dtype, rows, cols, flags, k, values_out, indices_out, workspace, workspace_bytes, stream
+    "pgk_sort": [_VP, _INT, _I64, _I64, _INT, _I64, _VP, _VP, _VP, ctypes.c_uint64, _VP],
+    # a, dtype, n, sorter, v, m, side_right, out, stream
+    "pgk_searchsorted": [_VP, _INT, _I64, _VP, _VP, _I64, _INT, _VP, _VP],
+    # sorted, dtype, n, flags, stream
+    "pgk_run_starts": [_VP, _INT, _I64, _VP, _VP],
+    # gid, n, sorted, dtype, perm, uniq_out, starts_out, first_out, inverse_out, stream
+    "pgk_run_scatter": [_VP, _I64, _VP, _INT, _VP, _VP, _VP, _VP, _VP, _VP],
+    # src, dtype, rows, cols, idx, k, dst, stream
+    "pgk_take_rows": [_VP, _INT, _I64, _I64, _VP, _I64, _VP, _VP],
+    # op, dtype, rows, cols, bytes (out)
+    "pgk_scan_workspace_size": [_INT, _INT, _I64, _I64, _U64P],
+    # op, x, out, dtype, rows, cols, workspace, workspace_bytes, stream
+    "pgk_scan": [_INT, _VP, _VP, _INT, _I64, _I64, _VP, ctypes.c_uint64, _VP],
+})
+
+
 _PKG_DIR = Path(__file__).resolve().parent
 
 

@@ -102,6 +102,18 @@ from pygpukit._runtime import (  # noqa: E402
     is_cuda_available,
     is_nvrtc_available,
 )
+from pygpukit._sorting import (  # noqa: E402
+    argsort,
+    bincount,
+    cumprod,
+    cumsum,
+    diff,
+    histogram,
+    searchsorted,
+    sort,
+    topk,
+    unique,
+)
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
 if TYPE_CHECKING:
@@ -197,4 +209,15 @@ __all__ = [
     "uint8",
     "zeros",
     "zeros_like",
+    # sort and scan (pygpukit._sorting)
+    "argsort",
+    "bincount",
+    "cumprod",
+    "cumsum",
+    "diff",
+    "histogram",
+    "searchsorted",
+    "sort",
+    "topk",
+    "unique",
 ]

@@ -38,6 +38,11 @@ class _Hooks:
     small_binary: Callable[[str, Any, Any], GPUArray | None]
     unary: Callable[[str, GPUArray], GPUArray]
     reduce: Callable[..., GPUArray]
+    # sort and scan methods (set by pygpukit._sorting)
+    sort: Callable[..., None]
+    argsort: Callable[..., GPUArray]
+    cumsum: Callable[..., GPUArray]
+    cumprod: Callable[..., GPUArray]
 
 
 hooks = _Hooks()
@@ -453,6 +458,25 @@ class GPUArray:
     def all(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
         """Whether every element over ``axis`` is non-zero."""
         return _reduce("all", self, axis, keepdims)
+
+    # -- sort and scan (see pygpukit.sort ...) ---------------------------------------------------
+    def sort(self, axis: int = -1, kind: str | None = None, *,
+             stable: bool | None = None) -> None:
+        """Sort in place along ``axis`` (as ``numpy.ndarray.sort``; see :func:`pygpukit.sort`)."""
+        hooks.sort(self, axis, kind, stable=stable)
+
+    def argsort(self, axis: int | None = -1, kind: str | None = None, *,
+                stable: bool | None = None) -> GPUArray:
+        """Indices that sort along ``axis``, stable (see :func:`pygpukit.argsort`)."""
+        return hooks.argsort(self, axis, kind, stable=stable)
+
+    def cumsum(self, axis: int | None = None, dtype: Any = None) -> GPUArray:
+        """Cumulative sum along ``axis`` (see :func:`pygpukit.cumsum`)."""
+        return hooks.cumsum(self, axis, dtype)
+
+    def cumprod(self, axis: int | None = None, dtype: Any = None) -> GPUArray:
+        """Cumulative product along ``axis`` (see :func:`pygpukit.cumprod`)."""
+        return hooks.cumprod(self, axis, dtype)
 
     # -- Python protocols ----------------------------------------------------------------------
     def __len__(self) -> int:

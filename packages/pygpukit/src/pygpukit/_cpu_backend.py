@@ -19,7 +19,7 @@ from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
 from pygpukit._optable import BINARY, REDUCE, UNARY
 from pygpukit._stream import Stream
-from pygpukit_kernels import Activation, NormOp, UnaryOp
+from pygpukit_kernels import Activation, NormOp, ScanOp, SortFlag, UnaryOp
 
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray
@@ -311,6 +311,102 @@ class CpuRuntime:
         mask = host_view(cond) != 0
         result = np.where(mask, _operand(a, a_scalar, compute), _operand(b, b_scalar, compute))
         np.copyto(host_view(out), result, casting="unsafe")
+
+    # -- sort and scan: the kernels' definitions (sort.cu, scan.cu), in NumPy -------------------
+    @staticmethod
+    def _sort_keys(x: np.ndarray[Any, Any], canon_zero: bool,
+                   descending: bool = False) -> np.ndarray[Any, Any]:
+        """pgk_sort's unsigned keys: their unsigned order is NumPy's order of ``x``."""
+        kind = x.dtype.kind
+        if x.dtype == np.bool_:
+            keys: np.ndarray[Any, Any] = (x != 0).astype(np.uint8)
+            return keys ^ np.uint8(1) if descending else keys
+        bits = 8 * x.dtype.itemsize
+        utype = np.dtype(f"u{x.dtype.itemsize}")
+        sign = utype.type(1 << (bits - 1))
+        if kind == "u":
+            keys = x.copy()
+        elif kind == "i":
+            keys = x.view(utype) ^ sign
+        else:
+            raw = x.view(utype)
+            mag = raw & utype.type((1 << (bits - 1)) - 1)
+            abs_inf = {2: 0x7C00 if x.dtype == np.float16 else 0x7F80, 4: 0x7F800000,
+                       8: 0x7FF0000000000000}[x.dtype.itemsize]
+            if canon_zero:
+                raw = np.where(mag == 0, utype.type(0), raw)
+            keys = np.where(raw & sign, ~raw, raw | sign)
+            keys = np.where(mag > utype.type(abs_inf), utype.type((1 << bits) - 1), keys)
+        return ~keys if descending else keys
+
+    @_recordable
+    def sort(self, x: GPUArray, flags: int, k: int, values: GPUArray | None,
+             indices: GPUArray | None, stream: Stream) -> None:
+        """Stable sort of each row by pgk_sort's keys (NaN last, descending with the flag)."""
+        data = host_view(x)
+        with_indices = bool(flags & SortFlag.INDICES)
+        keys = self._sort_keys(data, with_indices, bool(flags & SortFlag.DESCENDING))
+        order = np.argsort(keys, axis=-1, kind="stable")[:, :k]
+        if indices is not None:
+            host_view(indices)[...] = order
+        if values is not None:
+            result = np.take_along_axis(data, order, axis=-1)
+            if data.dtype.kind == "f" and not with_indices:
+                # A values-only sort writes NaNs as the dtype's default quiet NaN.
+                result = np.where(np.isnan(result), np.array(np.nan, data.dtype), result)
+            host_view(values)[...] = result
+
+    @_recordable
+    def scan(self, op: int, x: GPUArray, out: GPUArray, stream: Stream) -> None:
+        """Inclusive cumulative sum / product along the rows (sequential, in x's dtype)."""
+        fn = np.cumsum if op == ScanOp.SUM else np.cumprod
+        with np.errstate(all="ignore"):
+            host_view(out)[...] = fn(host_view(x), axis=-1, dtype=x.dtype)
+
+    @_recordable
+    def searchsorted(self, a: GPUArray, sorter: GPUArray | None, v: GPUArray, right: bool,
+                     out: GPUArray, stream: Stream) -> None:
+        """Binary search in pgk_sort's order (NaN largest, -0.0 == +0.0)."""
+        keys = self._sort_keys(host_view(a), True)
+        if sorter is not None:
+            keys = keys[host_view(sorter)]
+        found = np.searchsorted(keys, self._sort_keys(host_view(v), True),
+                                side="right" if right else "left")
+        host_view(out)[...] = found
+
+    @_recordable
+    def run_starts(self, sorted_: GPUArray, flags: GPUArray, stream: Stream) -> None:
+        """``flags[i] = 1`` where a run of equal keys starts."""
+        keys = self._sort_keys(host_view(sorted_).reshape(-1), True)
+        starts = np.ones(keys.shape, np.int64)
+        starts[1:] = keys[1:] != keys[:-1]
+        host_view(flags)[...] = starts.reshape(flags.shape)
+
+    @_recordable
+    def run_scatter(self, gid: GPUArray, sorted_: GPUArray, perm: GPUArray | None,
+                    uniq: GPUArray | None, starts: GPUArray | None, first: GPUArray | None,
+                    inverse: GPUArray | None, stream: Stream) -> None:
+        """Each run's value, start and first index; every element's run id."""
+        g = host_view(gid).reshape(-1) - 1
+        at = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+        if uniq is not None:
+            host_view(uniq)[...] = host_view(sorted_).reshape(-1)[at]
+        if starts is not None:
+            host_view(starts)[...] = at
+        order = host_view(perm).reshape(-1) if perm is not None else None
+        if first is not None and order is not None:
+            host_view(first)[...] = order[at]
+        if inverse is not None:
+            target = host_view(inverse).reshape(-1)
+            if order is not None:
+                target[order] = g
+            else:
+                target[...] = g
+
+    @_recordable
+    def take_rows(self, src: GPUArray, idx: GPUArray, dst: GPUArray, stream: Stream) -> None:
+        """``dst[r, j] = src[r, idx[r, j]]``."""
+        host_view(dst)[...] = np.take_along_axis(host_view(src), host_view(idx), axis=-1)
 
 
 def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activation: int) -> None:

@@ -358,6 +358,96 @@ class CudaRuntime:
         self.activate()
         drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.launch_handle())
 
+    # -- sort and scan (operands laid out by pygpukit._sorting: C-contiguous matrices) ----------
+    def _scratch(self, size: int, stream: Stream) -> Any:
+        """Workspace for one launch: back in the cache at once, reused only later on ``stream``."""
+        if not size:
+            return None
+        pool = stream._pool
+        return (self.allocator if pool is None else pool).malloc(size, stream)
+
+    def sort(self, x: GPUArray, flags: int, k: int, values: GPUArray | None,
+             indices: GPUArray | None, stream: Stream) -> None:
+        """Sort each row of the (rows, cols) ``x`` into the first ``k`` columns of the outputs."""
+        self.activate()
+        lib = self.kernels._lib
+        rows, cols = x.shape
+        code = kernel_code(x.dtype)
+        # The workspace cache of the products holds the sorts' too (5-tuple keys, theirs 16).
+        key = (-1, code, rows, cols, flags)
+        size = self._gemm_workspace.get(key)
+        if size is None:
+            query = ctypes.c_uint64(0)
+            self.kernels.check("pgk_sort_workspace_size", lib.pgk_sort_workspace_size(
+                code, rows, cols, flags, ctypes.byref(query)))
+            size = self._gemm_workspace[key] = query.value
+            if len(self._gemm_workspace) > 4096:
+                self._gemm_workspace.clear()
+        workspace = self._scratch(size, stream)
+        status = lib.pgk_sort(
+            _ptr(x) or None, code, rows, cols, flags, k,
+            _ptr(values) if values is not None else None,
+            _ptr(indices) if indices is not None else None,
+            workspace.address if workspace is not None else None, size,
+            stream.launch_handle())
+        self.kernels.check("pgk_sort", status)
+
+    def scan(self, op: int, x: GPUArray, out: GPUArray, stream: Stream) -> None:
+        """Inclusive cumulative ``op`` along the rows of the (rows, cols) ``x`` into ``out``."""
+        self.activate()
+        lib = self.kernels._lib
+        rows, cols = x.shape
+        code = kernel_code(x.dtype)
+        query = ctypes.c_uint64(0)
+        self.kernels.check("pgk_scan_workspace_size", lib.pgk_scan_workspace_size(
+            op, code, rows, cols, ctypes.byref(query)))
+        workspace = self._scratch(query.value, stream)
+        status = lib.pgk_scan(op, _ptr(x) or None, _ptr(out) or None, code, rows, cols,
+                              workspace.address if workspace is not None else None,
+                              query.value, stream.launch_handle())
+        self.kernels.check("pgk_scan", status)
+
+    def searchsorted(self, a: GPUArray, sorter: GPUArray | None, v: GPUArray, right: bool,
+                     out: GPUArray, stream: Stream) -> None:
+        """Insertion points of ``v`` into the sorted 1-D ``a`` (or ``a[sorter]``)."""
+        self.activate()
+        status = self.kernels._lib.pgk_searchsorted(
+            _ptr(a) or None, kernel_code(a.dtype), a.size,
+            _ptr(sorter) if sorter is not None else None, _ptr(v) or None, v.size, int(right),
+            _ptr(out) or None, stream.launch_handle())
+        self.kernels.check("pgk_searchsorted", status)
+
+    def run_starts(self, sorted_: GPUArray, flags: GPUArray, stream: Stream) -> None:
+        """``flags[i] = 1`` where a run of equal elements of the sorted array starts."""
+        self.activate()
+        status = self.kernels._lib.pgk_run_starts(_ptr(sorted_) or None,
+                                                  kernel_code(sorted_.dtype), sorted_.size,
+                                                  _ptr(flags) or None, stream.launch_handle())
+        self.kernels.check("pgk_run_starts", status)
+
+    def run_scatter(self, gid: GPUArray, sorted_: GPUArray, perm: GPUArray | None,
+                    uniq: GPUArray | None, starts: GPUArray | None, first: GPUArray | None,
+                    inverse: GPUArray | None, stream: Stream) -> None:
+        """Scatter each run's value / start / first index and every element's run id."""
+        self.activate()
+
+        def p(a: GPUArray | None) -> int | None:
+            return _ptr(a) or None if a is not None else None
+
+        status = self.kernels._lib.pgk_run_scatter(
+            p(gid), gid.size, p(sorted_), kernel_code(sorted_.dtype), p(perm), p(uniq),
+            p(starts), p(first), p(inverse), stream.launch_handle())
+        self.kernels.check("pgk_run_scatter", status)
+
+    def take_rows(self, src: GPUArray, idx: GPUArray, dst: GPUArray, stream: Stream) -> None:
+        """``dst[r, j] = src[r, idx[r, j]]`` over C-contiguous matrices."""
+        self.activate()
+        rows, cols = src.shape
+        status = self.kernels._lib.pgk_take_rows(
+            _ptr(src) or None, kernel_code(src.dtype), rows, cols, _ptr(idx) or None,
+            idx.shape[1], _ptr(dst) or None, stream.launch_handle())
+        self.kernels.check("pgk_take_rows", status)
+
 
 # CUstreamCaptureMode RELAXED: the graph's private pool calls cuMemAlloc during a capture (which
 # the stricter modes count as unsafe and would end the capture: PyTorch's allocator relaxes the

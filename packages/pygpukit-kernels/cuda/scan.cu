@@ -1,0 +1,220 @@
+// pgk_scan: inclusive cumulative sums and products along the rows of a matrix.
+//
+// Three accumulator types (int64, float32, float64) x two ops.  A single row, or a few long
+// rows, go through CUB's single-pass DeviceScan (decoupled look-back: about one read and one
+// write per element), one call per row; many rows go through one block per row (cub::BlockScan
+// over tiles, the running prefix carried from tile to tile).
+#include <cuda_runtime.h>
+
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <cstdint>
+
+#include "launch_utils.cuh"
+#include "pygpukit_kernels.h"
+
+namespace pgk {
+namespace {
+
+constexpr int kInvalid = static_cast<int>(cudaErrorInvalidValue);
+constexpr uint64_t kAlign = 256;
+constexpr int kRowThreads = 256;
+constexpr int kRowItems = 4;
+
+struct SumOp {
+  template <typename T>
+  __host__ __device__ __forceinline__ T operator()(const T& a, const T& b) const {
+    return a + b;
+  }
+};
+
+struct ProdOp {
+  template <typename T>
+  __host__ __device__ __forceinline__ T operator()(const T& a, const T& b) const {
+    return a * b;
+  }
+};
+
+// Integer accumulation wraps modulo 2^64 (as NumPy's int64 does): done in unsigned arithmetic.
+template <typename T>
+struct Acc {
+  using type = T;
+};
+template <>
+struct Acc<long long> {
+  using type = unsigned long long;
+};
+
+// The running prefix of one row, handed from tile to tile.
+template <typename T, typename Op>
+struct RunningPrefix {
+  T total;
+  bool first;
+  Op op;
+  __device__ T operator()(T block_aggregate) {
+    const T old = total;
+    total = first ? block_aggregate : op(total, block_aggregate);
+    first = false;
+    return old;
+  }
+};
+
+// One block per row (grid-stride over rows): tiles of kRowThreads * kRowItems elements.
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kRowThreads)
+    row_scan_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t cols) {
+  using Load = cub::BlockLoad<T, kRowThreads, kRowItems, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using Store = cub::BlockStore<T, kRowThreads, kRowItems, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  using Scan = cub::BlockScan<T, kRowThreads>;
+  __shared__ union {
+    typename Load::TempStorage load;
+    typename Store::TempStorage store;
+    typename Scan::TempStorage scan;
+  } smem;
+  constexpr int64_t tile = int64_t{kRowThreads} * kRowItems;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* row_in = x + r * cols;
+    T* row_out = out + r * cols;
+    RunningPrefix<T, Op> prefix{T{}, true, Op{}};
+    for (int64_t start = 0; start < cols; start += tile) {
+      const int valid = static_cast<int>(cols - start < tile ? cols - start : tile);
+      T items[kRowItems];
+      if (valid == tile) {
+        Load(smem.load).Load(row_in + start, items);
+      } else {
+        Load(smem.load).Load(row_in + start, items, valid, T{});
+      }
+      __syncthreads();
+      if (start == 0) {
+        // The first tile has no prefix: a plain inclusive scan, whose aggregate starts the
+        // running prefix.
+        T aggregate;
+        Scan(smem.scan).InclusiveScan(items, items, Op{}, aggregate);
+        prefix.total = aggregate;
+        prefix.first = false;
+      } else {
+        Scan(smem.scan).InclusiveScan(items, items, Op{}, prefix);
+      }
+      __syncthreads();
+      if (valid == tile) {
+        Store(smem.store).Store(row_out + start, items);
+      } else {
+        Store(smem.store).Store(row_out + start, items, valid);
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// A row count and length for which one DeviceScan per row beats one block per row.
+inline bool per_row_device_scan(int64_t rows, int64_t cols) {
+  return rows == 1 || (rows <= 32 && cols >= 65536);
+}
+
+template <typename T, typename Op>
+int device_scan(void* temp, size_t* temp_bytes, const T* x, T* out, int64_t n,
+                cudaStream_t stream) {
+  using A = typename Acc<T>::type;
+  return static_cast<int>(cub::DeviceScan::InclusiveScan(
+      temp, *temp_bytes, reinterpret_cast<const A*>(x), reinterpret_cast<A*>(out), Op{}, n,
+      stream));
+}
+
+template <typename T, typename Op>
+int scan_typed(const void* xv, void* outv, int64_t rows, int64_t cols, void* workspace,
+               uint64_t workspace_bytes, bool query_only, uint64_t* bytes, cudaStream_t stream) {
+  const T* x = static_cast<const T*>(xv);
+  T* out = static_cast<T*>(outv);
+  if (per_row_device_scan(rows, cols)) {
+    size_t temp = 0;
+    int st = device_scan<T, Op>(nullptr, &temp, x, out, cols, stream);
+    if (st != 0) return st;
+    if (query_only) {
+      *bytes = (temp + kAlign - 1) / kAlign * kAlign;
+      return 0;
+    }
+    if (workspace_bytes < temp || workspace == nullptr) return kInvalid;
+    for (int64_t r = 0; r < rows; ++r) {
+      size_t given = workspace_bytes;
+      st = device_scan<T, Op>(workspace, &given, x + r * cols, out + r * cols, cols, stream);
+      if (st != 0) return st;
+    }
+    return 0;
+  }
+  if (query_only) {
+    *bytes = 0;
+    return 0;
+  }
+  using A = typename Acc<T>::type;
+  const int64_t grid = rows < (int64_t{1} << 20) ? rows : (int64_t{1} << 20);
+  row_scan_kernel<A, Op><<<static_cast<unsigned>(grid), kRowThreads, 0, stream>>>(
+      reinterpret_cast<const A*>(x), reinterpret_cast<A*>(out), rows, cols);
+  return launch_status();
+}
+
+int scan_dispatch(int op, int dtype, const void* x, void* out, int64_t rows, int64_t cols,
+                  void* workspace, uint64_t workspace_bytes, bool query_only, uint64_t* bytes,
+                  cudaStream_t stream) {
+  const bool sum = op == PGK_SCAN_SUM;
+  switch (dtype) {
+    case PGK_INT64:
+      return sum ? scan_typed<long long, SumOp>(x, out, rows, cols, workspace, workspace_bytes,
+                                                query_only, bytes, stream)
+                 : scan_typed<long long, ProdOp>(x, out, rows, cols, workspace, workspace_bytes,
+                                                 query_only, bytes, stream);
+    case PGK_FLOAT32:
+      return sum ? scan_typed<float, SumOp>(x, out, rows, cols, workspace, workspace_bytes,
+                                            query_only, bytes, stream)
+                 : scan_typed<float, ProdOp>(x, out, rows, cols, workspace, workspace_bytes,
+                                             query_only, bytes, stream);
+    default:
+      return sum ? scan_typed<double, SumOp>(x, out, rows, cols, workspace, workspace_bytes,
+                                             query_only, bytes, stream)
+                 : scan_typed<double, ProdOp>(x, out, rows, cols, workspace, workspace_bytes,
+                                              query_only, bytes, stream);
+  }
+}
+
+int check_scan_args(int op, int dtype, int64_t rows, int64_t cols) {
+  if (op < 0 || op >= PGK_NUM_SCAN_OPS) return kInvalid;
+  if (dtype != PGK_INT64 && dtype != PGK_FLOAT32 && dtype != PGK_FLOAT64) return kInvalid;
+  if (rows < 0 || cols < 0) return kInvalid;
+  if (cols != 0 && rows > INT64_MAX / 8 / cols) return kInvalid;
+  return 0;
+}
+
+}  // namespace
+}  // namespace pgk
+
+extern "C" PGK_API int pgk_scan_workspace_size(int op, int dtype, int64_t rows, int64_t cols,
+                                               uint64_t* bytes) {
+  using namespace pgk;
+  if (bytes == nullptr) return kInvalid;
+  int st = check_scan_args(op, dtype, rows, cols);
+  if (st != 0) return st;
+  *bytes = 0;
+  if (rows == 0 || cols == 0) return 0;
+  return scan_dispatch(op, dtype, nullptr, nullptr, rows, cols, nullptr, 0, true, bytes,
+                       nullptr);
+}
+
+extern "C" PGK_API int pgk_scan(int op, const void* x, void* out, int dtype, int64_t rows,
+                                int64_t cols, void* workspace, uint64_t workspace_bytes,
+                                void* stream) {
+  using namespace pgk;
+  int st = check_scan_args(op, dtype, rows, cols);
+  if (st != 0) return st;
+  if (rows == 0 || cols == 0) return 0;
+  const uintptr_t esize = dtype == PGK_FLOAT32 ? 4 : 8;
+  if (x == nullptr || out == nullptr || reinterpret_cast<uintptr_t>(x) % esize != 0 ||
+      reinterpret_cast<uintptr_t>(out) % esize != 0 ||
+      reinterpret_cast<uintptr_t>(workspace) % kAlign != 0) {
+    return kInvalid;
+  }
+  uint64_t unused = 0;
+  return scan_dispatch(op, dtype, x, out, rows, cols, workspace, workspace_bytes, false, &unused,
+                       static_cast<cudaStream_t>(stream));
+}
