@@ -103,6 +103,7 @@ from pygpukit._runtime import (  # noqa: E402
     is_nvrtc_available,
 )
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
+from pygpukit import random as random  # noqa: E402  (gp.random.default_rng)
 
 if TYPE_CHECKING:
     from pygpukit_driver import CudaError, CudaOutOfMemoryError

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pygpukit import _philox
 from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
 from pygpukit._optable import BINARY, REDUCE, UNARY
@@ -304,6 +305,25 @@ class CpuRuntime:
         mask = host_view(cond) != 0
         result = np.where(mask, _operand(a, a_scalar, compute), _operand(b, b_scalar, compute))
         np.copyto(host_view(out), result, casting="unsafe")
+
+    # -- random numbers: the streams' definition (pygpukit._philox), in NumPy -------------------
+    @_recordable
+    def random(self, dist: int, out: GPUArray, key: int, counter: int, stream_id: int,
+               a: float, b: float, stream: Stream) -> None:
+        host_view(out).reshape(-1)[...] = _philox.generate(dist, out.dtype, out.size, key,
+                                                           counter, stream_id, a, b)
+
+    @_recordable
+    def random_integers(self, out: GPUArray, key: int, counter: int, stream_id: int, low: int,
+                        span: int, stream: Stream) -> None:
+        host_view(out).reshape(-1)[...] = _philox.integers(out.dtype, out.size, low, span, key,
+                                                           counter, stream_id)
+
+    @_recordable
+    def random_choice(self, out: GPUArray, cdf: GPUArray, last: int, key: int, counter: int,
+                      stream_id: int, stream: Stream) -> None:
+        host_view(out).reshape(-1)[...] = _philox.categorical(host_view(cdf), last, out.size,
+                                                              key, counter, stream_id)
 
 
 def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activation: int) -> None:
