@@ -24,6 +24,7 @@ from pygpukit._versions import check_siblings
 check_siblings(__version__)
 
 from pygpukit import _ops  # noqa: E402
+from pygpukit import random as random  # noqa: E402  (gp.random.default_rng)
 from pygpukit._array import GPUArray  # noqa: E402
 from pygpukit._creation import (  # noqa: E402
     arange,
@@ -103,7 +104,6 @@ from pygpukit._runtime import (  # noqa: E402
     is_nvrtc_available,
 )
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
-from pygpukit import random as random  # noqa: E402  (gp.random.default_rng)
 
 if TYPE_CHECKING:
     from pygpukit_driver import CudaError, CudaOutOfMemoryError

@@ -68,8 +68,10 @@ Dist = RandomDist
 
 def philox4x32_10(counter: tuple[Any, Any, Any, Any], key: tuple[int, int],
                   rounds: int = ROUNDS) -> tuple[np.ndarray[Any, Any], ...]:
-    """Philox4x32 on arrays: ``counter`` words (uint32 values in any integer arrays or ints,
-    broadcast together) and a key of two 32-bit ints -> four uint64 arrays of 32-bit values.
+    """Philox4x32 of counter words and a key of two 32-bit ints, on arrays.
+
+    ``counter``: four words (uint32 values in integer arrays or ints, broadcast together).
+    Returns four uint64 arrays holding the 32-bit output words.
 
     Random123's definition: each round maps ``(c0, c1, c2, c3)`` to
     ``(hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0))`` and the key is bumped by
@@ -91,8 +93,10 @@ def philox4x32_10(counter: tuple[Any, Any, Any, Any], key: tuple[int, int],
 
 def _blocks(key: int, counter: int, stream_id: int, positions: np.ndarray[Any, Any],
             attempt: Any = 0) -> np.ndarray[Any, Any]:
-    """Words of the Philox blocks at ``positions`` (block indices of the call), shape (n, 4),
-    as uint64 arrays holding 32-bit values."""
+    """Words of the Philox blocks at ``positions`` (block indices of the call).
+
+    Shape ``(n, 4)``, uint64 holding 32-bit values.
+    """
     pos = positions.astype(np.uint64) + _U64(counter & 0xFFFFFFFFFFFFFFFF)  # wraps mod 2**64
     r = philox4x32_10((pos & _M32, pos >> _U64(32), attempt, stream_id),
                       (key & 0xFFFFFFFF, key >> 32))
@@ -100,8 +104,10 @@ def _blocks(key: int, counter: int, stream_id: int, positions: np.ndarray[Any, A
 
 
 def words32(key: int, counter: int, stream_id: int, n: int) -> np.ndarray[Any, Any]:
-    """The first ``n`` 32-bit words of the stream (element ``i``: word ``i % 4`` of block
-    ``i // 4``), as uint32."""
+    """The first ``n`` 32-bit words of the stream, as uint32.
+
+    Element ``i`` is word ``i % 4`` of block ``i // 4``.
+    """
     out = np.empty(n, np.uint32)
     nblocks = -(-n // 4)
     for start in range(0, nblocks, CHUNK_BLOCKS):
@@ -113,12 +119,15 @@ def words32(key: int, counter: int, stream_id: int, n: int) -> np.ndarray[Any, A
 
 def _join64(w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """(n, 4) words -> (n, 2) 64-bit words ``r[2j] | r[2j+1] << 32``."""
-    return w[:, 0::2] | (w[:, 1::2] << _U64(32))
+    joined: np.ndarray[Any, Any] = w[:, 0::2] | (w[:, 1::2] << _U64(32))
+    return joined
 
 
 def words64(key: int, counter: int, stream_id: int, n: int) -> np.ndarray[Any, Any]:
-    """The first ``n`` 64-bit words of the stream (element ``i``: word ``i % 2`` of block
-    ``i // 2``), as uint64."""
+    """The first ``n`` 64-bit words of the stream, as uint64.
+
+    Element ``i`` is word ``i % 2`` of block ``i // 2``.
+    """
     out = np.empty(n, np.uint64)
     nblocks = -(-n // 2)
     for start in range(0, nblocks, CHUNK_BLOCKS):
@@ -165,14 +174,16 @@ def uniform(dtype: np.dtype[Any], n: int, key: int, counter: int, stream_id: int
     affine = not (low == 0.0 and scale == 1.0)
     if dtype == np.float64:
         u = (words64(key, counter, stream_id, n) >> _U64(11)).astype(np.float64) * 2.0**-53
-        return u * scale + low if affine else u
+        result: np.ndarray[Any, Any] = u * scale + low if affine else u
+        return result
     shift, bits = {np.dtype(np.float32): (8, 24), np.dtype(np.float16): (21, 11),
                    np.dtype(ml_dtypes.bfloat16): (24, 8)}[dtype]
     w = words32(key, counter, stream_id, n)
     u32 = (w >> np.uint32(shift)).astype(np.float32) * np.float32(2.0**-bits)
     if affine:
         u32 = u32 * np.float32(scale) + np.float32(low)  # float32 ops, rounded each
-    return u32.astype(dtype)
+    converted: np.ndarray[Any, Any] = u32.astype(dtype)
+    return converted
 
 
 def normal(dtype: np.dtype[Any], n: int, key: int, counter: int, stream_id: int,
@@ -215,7 +226,8 @@ def _mulhi64(x: np.ndarray[Any, Any], r: int) -> np.ndarray[Any, Any]:
     rl, rh = _U64(r & 0xFFFFFFFF), _U64(r >> 32)
     ll, lh, hl, hh = xl * rl, xl * rh, xh * rl, xh * rh
     mid = (ll >> _U64(32)) + (lh & _M32) + (hl & _M32)
-    return hh + (lh >> _U64(32)) + (hl >> _U64(32)) + (mid >> _U64(32))
+    high: np.ndarray[Any, Any] = hh + (lh >> _U64(32)) + (hl >> _U64(32)) + (mid >> _U64(32))
+    return high
 
 
 def integer_offsets(n: int, span: int, key: int, counter: int,
@@ -259,8 +271,10 @@ def integers(dtype: np.dtype[Any], n: int, low: int, span: int, key: int, counte
     offsets = integer_offsets(n, span, key, counter, stream_id)
     values = (offsets + _U64(low & 0xFFFFFFFFFFFFFFFF)).view(np.int64)  # wraps as in C
     if dtype == np.bool_:
-        return values != 0
-    return values.astype(dtype)
+        flags: np.ndarray[Any, Any] = values != 0
+        return flags
+    narrowed: np.ndarray[Any, Any] = values.astype(dtype)
+    return narrowed
 
 
 def categorical(cdf: np.ndarray[Any, Any], last: int, n: int, key: int, counter: int,
@@ -269,7 +283,8 @@ def categorical(cdf: np.ndarray[Any, Any], last: int, n: int, key: int, counter:
     u = (words64(key, counter, stream_id, n) >> _U64(11)).astype(np.float64) * 2.0**-53
     idx = np.searchsorted(cdf, u * cdf[-1], side="right").astype(np.int64)
     idx[idx >= cdf.size] = last
-    return idx
+    result: np.ndarray[Any, Any] = idx
+    return result
 
 
 def generate(dist: int, dtype: np.dtype[Any], n: int, key: int, counter: int, stream_id: int,

@@ -137,7 +137,7 @@ class Philox4x32:
 
 
 def _seed_sequence(seed: Any) -> np.random.SeedSequence:
-    if isinstance(seed, (bool, float, np.floating)) or isinstance(seed, GPUArray):
+    if isinstance(seed, (bool, float, np.floating, GPUArray)):
         raise TypeError("seed: expected None, an int >= 0, a sequence of ints or a "
                         f"SeedSequence; got {seed!r}")
     try:
@@ -534,7 +534,7 @@ def _log1p(x: GPUArray) -> GPUArray:
 
 def _argsort(keys: GPUArray) -> GPUArray:
     """Stable ascending argsort of a 1-D array (``pygpukit._sorting``), int64 indices."""
-    from pygpukit._sorting import argsort
+    from pygpukit._sorting import argsort  # type: ignore[import-not-found, unused-ignore]
 
     result: GPUArray = argsort(keys)
     return result
