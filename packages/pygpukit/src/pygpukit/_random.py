@@ -294,11 +294,13 @@ class Generator:
         """
         dt = _float_dtype("standard_normal", dtype)
         if dt in (float16, bfloat16):
+            if out is not None:
+                self._check_out("standard_normal", out, dt, out.shape if size is None else
+                                _layout.as_shape(size, argument="size"))
             z = self._dist("standard_normal", Dist.NORMAL, size if out is None else out.shape,
                            float32, 0.0, 1.0)
             result = z.astype(dt)
             if out is not None:
-                self._check_out("standard_normal", out, dt, result.shape)
                 copy_into(result, out)
                 return out
             return result
