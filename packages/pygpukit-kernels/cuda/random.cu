@@ -279,29 +279,57 @@ random_kernel(typename F::T* __restrict__ out, int64_t n, F f, bool vec) {
 }
 
 // ---- launch configuration ----
-// A grid-stride loop amortizes the round keys over many blocks: a few waves of thread blocks
-// per SM (PGK_TUNE_RAND_BLOCKS_PER_SM, default 8), never more than the work needs.
-int sm_count() {
-  static std::atomic<int> cache[64];
+// A grid-stride loop amortizes the per-thread setup over many Philox blocks: one full wave of
+// thread blocks (the kernel's occupancy times the SMs; PGK_TUNE_RAND_WAVES waves, default 1,
+// for benchmarking), never more than the work needs.  A single wave keeps every thread's share
+// of the work equal (no tail wave of a few blocks).
+constexpr int kMaxDevices = 64;
+
+int current_device() {
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
     cudaGetLastError();
-    return 132;
+    return -1;
   }
+  return dev;
+}
+
+int sm_count(int dev) {
+  static std::atomic<int> cache[kMaxDevices];
+  if (dev < 0) return 1;
   int c = cache[dev].load(std::memory_order_relaxed);
   if (c == 0) {
     if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || c < 1) {
       cudaGetLastError();
-      c = 132;
+      c = 1;
     }
     cache[dev].store(c, std::memory_order_relaxed);
   }
   return c;
 }
 
+// Resident blocks of kThreads threads per SM for `kernel` on device `dev` (cached per kernel).
+template <class F>
+int blocks_per_sm(int dev) {
+  static std::atomic<int> cache[kMaxDevices];
+  if (dev < 0) return 1;
+  int b = cache[dev].load(std::memory_order_relaxed);
+  if (b == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, random_kernel<F>, kThreads, 0) !=
+            cudaSuccess || b < 1) {
+      cudaGetLastError();
+      b = 1;
+    }
+    cache[dev].store(b, std::memory_order_relaxed);
+  }
+  return b;
+}
+
+template <class F>
 dim3 grid_for_blocks(int64_t philox_blocks) {
-  static const int per_sm = tune_knob("PGK_TUNE_RAND_BLOCKS_PER_SM", 8, 1, 64);
-  const int64_t cap = static_cast<int64_t>(sm_count()) * per_sm;
+  static const int waves = tune_knob("PGK_TUNE_RAND_WAVES", 1, 1, 64);
+  const int dev = current_device();
+  const int64_t cap = static_cast<int64_t>(sm_count(dev)) * blocks_per_sm<F>(dev) * waves;
   int64_t g = (philox_blocks + kThreads - 1) / kThreads;
   if (g > cap) g = cap;
   return dim3(static_cast<unsigned>(g < 1 ? 1 : g));
@@ -315,7 +343,7 @@ bool aligned(const void* p, uintptr_t bytes) {
 template <class F>
 int launch(typename F::T* out, int64_t n, const F& f, cudaStream_t st) {
   const int64_t nblk = (n + F::N - 1) / F::N;
-  launch_k(random_kernel<F>, grid_for_blocks(nblk), dim3(kThreads), st, out, n, f,
+  launch_k(random_kernel<F>, grid_for_blocks<F>(nblk), dim3(kThreads), st, out, n, f,
            aligned(out, sizeof(typename F::T) * F::N));
   return launch_status();
 }
