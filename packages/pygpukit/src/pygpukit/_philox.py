@@ -239,30 +239,35 @@ def integer_offsets(n: int, span: int, key: int, counter: int,
     if span in (0xFFFFFFFF, (1 << 64) - 1):
         return (words64 if wide else words32)(key, counter, stream_id, n).astype(np.uint64)
     r = span + 1
-    bits = 64 if wide else 32
-    threshold = ((1 << bits) - r) % r  # Lemire's t = 2**bits mod r
-    index = np.arange(n, dtype=np.uint64)
-    out = np.empty(n, np.uint64)
-    pending = index
-    attempt = 0
+    bits, per = (64, 2) if wide else (32, 4)
+    threshold = _U64(((1 << bits) - r) % r)  # Lemire's t = 2**bits mod r
+
+    def lemire(x: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(offset, accepted) of words ``x`` (uint64)."""
+        if wide:
+            return _mulhi64(x, r), x * _U64(r) >= threshold  # the low 64 bits wrap
+        m = x * _U64(r)
+        return m >> _U64(32), (m & _M32) >= threshold
+
+    # First draws: the stream's words, in chunks; then only the rejected elements, redrawn
+    # from their own block position with attempt 1, 2, ...
+    x = (words64 if wide else words32)(key, counter, stream_id, n).astype(np.uint64)
+    out, ok = lemire(x)
+    pending = np.flatnonzero(~ok).astype(np.uint64)
+    attempt = 1
     while pending.size:
-        per = 2 if wide else 4
         w = _blocks(key, counter, stream_id, pending // _U64(per), attempt)
         lane = (pending % _U64(per)).astype(np.intp)
         rows = np.arange(pending.size)
-        if wide:
-            x = _join64(w)[rows, lane]
-            high, low = _mulhi64(x, r), x * _U64(r)  # low wraps: the low 64 bits
-        else:
-            m = w[rows, lane] * _U64(r)
-            high, low = m >> _U64(32), m & _M32
-        ok = low >= _U64(threshold)
-        out[pending[ok].astype(np.intp)] = high[ok]
+        x = (_join64(w) if wide else w)[rows, lane]
+        value, ok = lemire(x)
+        out[pending[ok].astype(np.intp)] = value[ok]
         pending = pending[~ok]
         attempt += 1
         if attempt > 0xFFFFFFFF:  # probability below 2**-(2**32): a broken invariant
             raise RuntimeError("integers: rejection sampling did not terminate")
-    return out
+    result: np.ndarray[Any, Any] = out
+    return result
 
 
 def integers(dtype: np.dtype[Any], n: int, low: int, span: int, key: int, counter: int,
