@@ -535,3 +535,29 @@ def test_more_than_2_31_elements_use_64_bit_indices() -> None:
     np.testing.assert_array_equal(
         y[n - 64:].to_numpy().view(np.uint16),
         _philox.uniform(np.dtype(np.float16), 64, key, counter + start // 4, sid).view(np.uint16))
+
+
+def test_threads_share_a_generator_without_losing_blocks(backend: str) -> None:
+    import threading
+
+    rng = gp.random.default_rng(7001)
+    results: list[np.ndarray] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        for _ in range(20):
+            x = rng.integers(0, 1 << 31, 8, dtype=gp.int64).to_numpy()
+            with lock:
+                results.append(x)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert rng.bit_generator.counter == 4 * 20 * 2  # every draw took its own 2 blocks
+    drawn = np.sort(np.concatenate(results))
+    key, _, sid = state(gp.random.default_rng(7001))
+    expected = np.sort(_philox.integers(np.dtype(np.int64), 4 * 20 * 8, 0, (1 << 31) - 1, key,
+                                        0, sid))
+    np.testing.assert_array_equal(drawn, expected)  # together: exactly the stream's first values

@@ -124,12 +124,12 @@ class Philox4x32:
         """``n_children`` independent bit generators (``SeedSequence.spawn``: distinct keys)."""
         return [Philox4x32(child) for child in self._seed_seq.spawn(n_children)]
 
-    def _reserve(self, blocks: int) -> int:
-        """Take ``blocks`` Philox blocks for one draw: return the counter of the first."""
+    def _reserve(self, blocks: int) -> tuple[int, int, int]:
+        """Take ``blocks`` Philox blocks for one draw: ``(key, first counter, stream_id)``."""
         with self._lock:
             first = self._counter
             self._counter = (first + blocks) & _U64_MASK
-        return first
+            return self._key, first, self._stream_id
 
     def __repr__(self) -> str:
         return (f"Philox4x32(key=0x{self._key:016x}, stream_id=0x{self._stream_id:08x}, "
@@ -219,11 +219,10 @@ class Generator:
         target = out if out is not None and out.is_contiguous() else empty_on(rt, shape, dtype)
         n = math.prod(shape)
         if n:
-            bg = self._bit_generator
-            counter = bg._reserve(_philox.blocks_used(n, per_block))
+            key, counter, sid = self._bit_generator._reserve(_philox.blocks_used(n, per_block))
             stream = stream_for_runtime(rt)
             touch(stream, written=target)
-            fill(rt, target, bg.key, counter, bg.stream_id, stream)
+            fill(rt, target, key, counter, sid, stream)
         if out is not None and target is not out:
             copy_into(target, out)
             return out
