@@ -61,7 +61,7 @@ LEGACY: dict[str, str | None] = {
 # The "benchmark" field of a result file -> the name of its file and README block.
 SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch": "launch",
          "jit": "jit", "array": "array", "elementwise": "elementwise",
-         "bench_partition": "partition", "small_ops": "small-ops"}
+         "bench_partition": "partition", "small_ops": "small-ops", "random": "random"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -595,6 +595,7 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "matmul": render_matmul, "math": render_math, "small-ops": render_small_ops,
     "jit": render_jit, "partition": render_partition, "copy-cast": render_copy_cast,
     "array": render_array, "launch": render_launch, "elementwise": render_elementwise,
+    "random": render_math,  # bandwidth rows paired with torch, as bench_math's
 }
 README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {
     "readme-math": ("math", render_readme_math),

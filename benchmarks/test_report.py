@@ -174,7 +174,38 @@ def current_files() -> dict[str, dict[str, Any]]:
         name: {**entry, "pdl_off_over_default": {"min": 0.97, "median": 1.04, "max": 1.1}}
         for name, entry in small["rows"].items()}}
     files["small-ops-h200.json"] = {**head("small_ops", 3), **small}
+    files["random-h200.json"] = random_file()
     return files
+
+
+def random_file() -> dict[str, Any]:
+    """bench_random.py's shape: a copy ceiling, then pygpukit / torch / cupy rows per fill."""
+    rng = random.Random(1)
+    n = 1 << 26
+
+    def one_run() -> list[dict[str, Any]]:
+        ceiling = 4300.0 * (1 + rng.uniform(-0.01, 0.01))
+        rows: list[dict[str, Any]] = [{"op": "torch copy_ f32 (ceiling)",
+                                       "policy": "into an existing tensor", "bytes": 8 * n,
+                                       "ms": 8 * n / ceiling / 1e6, "GB/s": ceiling}]
+        for op, ours, theirs in (("standard_normal f32", 3600.0, 3500.0),
+                                 ("random (uniform) f32", 4000.0, 3900.0)):
+            ours *= 1 + rng.uniform(-0.02, 0.02)
+            rows.append({"op": f"{op} (pygpukit)", "policy": "both allocate", "bytes": 4 * n,
+                         "ms": 4 * n / ours / 1e6, "GB/s": ours, "speed_vs_torch": ours / theirs,
+                         "speed_vs_cupy": ours / 2000.0})
+            rows.append({"op": f"{op} (torch)", "policy": "both allocate", "bytes": 4 * n,
+                         "ms": 4 * n / theirs / 1e6, "GB/s": theirs})
+            rows.append({"op": f"{op} (cupy)", "policy": "both allocate", "bytes": 4 * n,
+                         "ms": 4 * n / 2000.0 / 1e6, "GB/s": 2000.0})
+        for row in rows:
+            row["pct_of_copy"] = 100 * row["GB/s"] / ceiling
+        return rows
+
+    rows = _runs.aggregate([one_run() for _ in range(3)])
+    return {**head("random", 3), "elements": n, "repeat": 7, "batch": 10, "cupy": "present",
+            "targets": {"standard_normal_f32_ge_90pct_of_copy": "not met",
+                        "standard_normal_f32_ge_torch_randn": "met"}, "rows": rows}
 
 
 def test_renders_current_files_with_spreads_and_verdicts(tree: Path) -> None:

@@ -336,6 +336,53 @@ PGK_API int pgk_scan_workspace_size(int op, int dtype, int64_t rows, int64_t col
                                     uint64_t* bytes);
 PGK_API int pgk_scan(int op, const void* x, void* out, int dtype, int64_t rows, int64_t cols,
                      void* workspace, uint64_t workspace_bytes, void* stream);
+/* ---- random numbers: counter-based Philox4x32-10 (random.cu) ----
+ *
+ * Every value is a pure function of (key, counter, stream_id, element index), the same on every
+ * device and in PyGPUkit's NumPy mirror (pygpukit/_philox.py, which defines the streams in full).
+ * Philox block b of a call is philox4x32_10(ctr = {lo32(counter + b), hi32(counter + b), attempt,
+ * stream_id}, key = {lo32(key), hi32(key)}) (counter + b modulo 2^64; attempt is 0 except for
+ * the redraws of rejected integers), four 32-bit words r0..r3 (Random123's definition and known
+ * answers).  32-bit outputs take element i from word i % 4 of block i / 4; 64-bit outputs from
+ * the 64-bit word j = i % 2 of block i / 2, r[2j] | r[2j+1] << 32.  A call of n elements uses
+ * blocks 0 .. ceil(n / 4) - 1 (32-bit outputs) or ceil(n / 2) - 1 (64-bit outputs: float64,
+ * integers with span >= 2^32, PGK_INT64 bits, choice); the caller advances its counter by that.
+ * Outputs are contiguous (n elements); vector stores where they are 16-byte aligned.  Launchers
+ * return cudaErrorInvalidValue (1) without touching the device for an unknown distribution, a
+ * dtype the distribution does not produce, n < 0, a null or misaligned pointer with n > 0, or
+ * non-finite parameters; n == 0 launches nothing. */
+enum { PGK_RAND_UNIFORM = 0, PGK_RAND_NORMAL = 1, PGK_RAND_BITS = 2 };
+
+/* PGK_RAND_UNIFORM (float16, bfloat16, float32: 32-bit words; float64: 64-bit words):
+ *   u = (x >> 8) * 2^-24 (float32), (x >> 21) * 2^-11 (float16), (x >> 24) * 2^-8 (bfloat16),
+ *   (X >> 11) * 2^-53 (float64), exact in [0, 1); out = a + b * u rounded after the product and
+ *   after the sum (no FMA) in float32 (then once to the half type) or float64, with a and b
+ *   rounded once to float32 for the 16/32-bit types; a == 0 and b == 1 give u itself.
+ * PGK_RAND_NORMAL (float32: 32-bit words; float64: 64-bit words), Box-Muller on word pairs
+ *   (x0, x1) of one block: u1 = float32(int32(x0 >> 1)) * 2^-31 + 2^-32 (float32 ops; float64:
+ *   float64(X0 >> 11) * 2^-53 + 2^-54), t = (x1 >> 8) * 2^-23 (float64: (X1 >> 11) * 2^-52),
+ *   rad = sqrt(-2 log(u1)), z0 = rad * cospi(t), z1 = rad * sinpi(t) with CUDA's accurate
+ *   logf/sqrtf/sincospif (log/sqrt/sincospi), then a + b * z as for uniform.  Equal to the
+ *   exact values within a few ulp (the NumPy mirror computes them in float64: not bit-identical).
+ * PGK_RAND_BITS: the words themselves, PGK_INT32 (32-bit words) or PGK_INT64 (64-bit words);
+ *   a and b are ignored (pass 0 and 1). */
+PGK_API int pgk_random(int dist, void* out, int dtype, int64_t n, uint64_t key, uint64_t counter,
+                       uint32_t stream_id, double a, double b, void* stream);
+
+/* out[i] = low + offset_i (modulo 2^64, then narrowed like a C cast), offset_i uniform in
+ * [0, span] and unbiased (Lemire's multiply-and-reject; a rejected element redraws from the same
+ * block with attempt 1, 2, ...).  span < 2^32: 32-bit words, else 64-bit words.  dtype: any
+ * integer dtype or PGK_BOOL (the caller keeps low .. low + span inside the dtype's range). */
+PGK_API int pgk_random_integers(void* out, int dtype, int64_t n, uint64_t key, uint64_t counter,
+                                uint32_t stream_id, int64_t low, uint64_t span, void* stream);
+
+/* Weighted categories: out[i] (int64) is the first k with cdf[k] > u_i * cdf[ncat - 1] (u_i =
+ * (X >> 11) * 2^-53 of 64-bit word i, the product rounded once), or `last` when there is none.
+ * cdf: ncat >= 1 non-decreasing finite float64 cumulative weights (device memory);
+ * 0 <= last < ncat is the last index of positive weight. */
+PGK_API int pgk_random_choice(int64_t* out, int64_t n, const double* cdf, int64_t ncat,
+                              int64_t last, uint64_t key, uint64_t counter, uint32_t stream_id,
+                              void* stream);
 
 #ifdef __cplusplus
 }

@@ -212,3 +212,55 @@ def test_gemm_rejects_null_descriptor_and_output(lib: ctypes.CDLL) -> None:
     assert lib.pgk_gemm_workspace_size(ctypes.byref(gemm_desc()), None) == INVALID
     assert lib.pgk_gemm(None, None, 0, None) == INVALID
 
+
+
+# ---- random numbers (pgk_random, pgk_random_integers, pgk_random_choice) ----
+UNIFORM, NORMAL, BITS = 0, 1, 2
+F16, BF16, F32, F64, I8, I32, I64, BOOL = 6, 7, 8, 9, 1, 4, 5, 0
+
+
+def random(lib: ctypes.CDLL, dist: int = UNIFORM, out: int | None = FAKE, dtype: int = F32,
+           n: int = 4, a: float = 0.0, b: float = 1.0) -> int:
+    return int(lib.pgk_random(dist, out, dtype, n, 1, 0, 0, a, b, None))
+
+
+def test_random_rejects_bad_arguments(lib: ctypes.CDLL) -> None:
+    assert random(lib, dist=3) == INVALID
+    assert random(lib, dist=-1) == INVALID
+    for dist, dtype in ((UNIFORM, I32), (UNIFORM, BOOL), (NORMAL, F16), (NORMAL, BF16),
+                        (BITS, F32), (BITS, I8), (UNIFORM, 10)):
+        assert random(lib, dist=dist, dtype=dtype) == INVALID, (dist, dtype)
+        assert random(lib, dist=dist, dtype=dtype, n=0) == INVALID  # even with no work
+    assert random(lib, n=-1) == INVALID
+    assert random(lib, out=None) == INVALID
+    assert random(lib, out=FAKE + 2) == INVALID  # float32 at an address not a multiple of 4
+    assert random(lib, dtype=F64, out=FAKE + 4) == INVALID
+    assert random(lib, a=float("nan")) == INVALID
+    assert random(lib, b=float("inf")) == INVALID
+    assert random(lib, b=1e39) == INVALID  # not finite in float32
+    assert random(lib, dtype=F64, n=0, b=1e39) == 0  # finite in float64; nothing to do
+
+
+def test_random_empty_launches_nothing(lib: ctypes.CDLL) -> None:
+    for dist, dtype in ((UNIFORM, F16), (UNIFORM, BF16), (UNIFORM, F64), (NORMAL, F32),
+                        (BITS, I32), (BITS, I64)):
+        assert random(lib, dist=dist, dtype=dtype, n=0, out=None) == 0
+
+
+def test_random_integers_rejects_bad_arguments(lib: ctypes.CDLL) -> None:
+    for dtype in (F16, BF16, F32, F64, 10, -1):
+        assert lib.pgk_random_integers(FAKE, dtype, 4, 1, 0, 0, 0, 9, None) == INVALID
+    assert lib.pgk_random_integers(FAKE, I64, -1, 1, 0, 0, 0, 9, None) == INVALID
+    assert lib.pgk_random_integers(None, I64, 4, 1, 0, 0, 0, 9, None) == INVALID
+    assert lib.pgk_random_integers(FAKE + 4, I64, 4, 1, 0, 0, 0, 9, None) == INVALID
+    assert lib.pgk_random_integers(None, I8, 0, 1, 0, 0, 0, 9, None) == 0
+
+
+def test_random_choice_rejects_bad_arguments(lib: ctypes.CDLL) -> None:
+    assert lib.pgk_random_choice(FAKE, 4, FAKE, 0, 0, 1, 0, 0, None) == INVALID  # no category
+    assert lib.pgk_random_choice(FAKE, 4, FAKE, 3, 3, 1, 0, 0, None) == INVALID  # last >= ncat
+    assert lib.pgk_random_choice(FAKE, 4, FAKE, 3, -1, 1, 0, 0, None) == INVALID
+    assert lib.pgk_random_choice(FAKE, -1, FAKE, 3, 2, 1, 0, 0, None) == INVALID
+    assert lib.pgk_random_choice(FAKE, 4, None, 3, 2, 1, 0, 0, None) == INVALID
+    assert lib.pgk_random_choice(FAKE + 4, 4, FAKE, 3, 2, 1, 0, 0, None) == INVALID
+    assert lib.pgk_random_choice(None, 0, None, 3, 2, 1, 0, 0, None) == 0

@@ -79,7 +79,8 @@ def test_header_declares_every_exported_launcher() -> None:
     assert f"#define PGK_MAX_DIMS {pk.MAX_DIMS}" in header
     for symbol in ("pgk_abi_version", "pgk_build_info", "pgk_add_f32", "pgk_copy", "pgk_fill",
                    "pgk_arange", "pgk_linspace", "pgk_binary", "pgk_unary", "pgk_where",
-                   "pgk_reduce", "pgk_gemm", "pgk_gemm_workspace_size", "pgk_gemm_last_kernel"):
+                   "pgk_reduce", "pgk_gemm", "pgk_gemm_workspace_size", "pgk_gemm_last_kernel",
+                   "pgk_random", "pgk_random_integers", "pgk_random_choice"):
         assert f"{symbol}(" in header
 
 
@@ -96,7 +97,8 @@ def test_header_dtype_codes_match_python() -> None:
 # enum prefix in the header -> the Python enum that must mirror it.
 _ENUMS = {"PGK_OP_": pk.BinaryOp, "PGK_UOP_": pk.UnaryOp, "PGK_RED_": pk.ReduceOp,
           "PGK_NORM_": pk.NormOp, "PGK_ACT_": pk.Activation, "PGK_PRECISION_": pk.Precision,
-          "PGK_SORT_": pk.SortFlag, "PGK_SCAN_": pk.ScanOp}
+          "PGK_SORT_": pk.SortFlag, "PGK_SCAN_": pk.ScanOp,
+          "PGK_RAND_": pk.RandomDist}
 
 
 @pytest.mark.parametrize("prefix", sorted(_ENUMS))

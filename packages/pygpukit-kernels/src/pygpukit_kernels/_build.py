@@ -259,6 +259,24 @@ _LAUNCHERS.update({
 })
 
 
+class RandomDist(enum.IntEnum):
+    """Distributions of ``pgk_random`` (``PGK_RAND_*``): Philox4x32-10 streams."""
+
+    UNIFORM = 0
+    NORMAL = 1
+    BITS = 2
+
+
+_U64, _U32 = ctypes.c_uint64, ctypes.c_uint32
+_LAUNCHERS.update({
+    # dist, out, dtype, n, key, counter, stream_id, a, b, stream
+    "pgk_random": [_INT, _VP, _INT, _I64, _U64, _U64, _U32, _DBL, _DBL, _VP],
+    # out, dtype, n, key, counter, stream_id, low, span, stream
+    "pgk_random_integers": [_VP, _INT, _I64, _U64, _U64, _U32, _I64, _U64, _VP],
+    # out, n, cdf, ncat, last, key, counter, stream_id, stream
+    "pgk_random_choice": [_VP, _I64, _VP, _I64, _I64, _U64, _U64, _U32, _VP],
+})
+
 _PKG_DIR = Path(__file__).resolve().parent
 
 

@@ -24,6 +24,7 @@ from pygpukit._versions import check_siblings
 check_siblings(__version__)
 
 from pygpukit import _ops  # noqa: E402
+from pygpukit import random as random  # noqa: E402  (gp.random.default_rng)
 from pygpukit._array import GPUArray  # noqa: E402
 from pygpukit._creation import (  # noqa: E402
     arange,

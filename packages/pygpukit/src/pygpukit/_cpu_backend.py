@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pygpukit import _philox
 from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
 from pygpukit._optable import BINARY, REDUCE, UNARY
@@ -407,6 +408,24 @@ class CpuRuntime:
     def take_rows(self, src: GPUArray, idx: GPUArray, dst: GPUArray, stream: Stream) -> None:
         """``dst[r, j] = src[r, idx[r, j]]``."""
         host_view(dst)[...] = np.take_along_axis(host_view(src), host_view(idx), axis=-1)
+    # -- random numbers: the streams' definition (pygpukit._philox), in NumPy -------------------
+    @_recordable
+    def random(self, dist: int, out: GPUArray, key: int, counter: int, stream_id: int,
+               a: float, b: float, stream: Stream) -> None:
+        host_view(out).reshape(-1)[...] = _philox.generate(dist, out.dtype, out.size, key,
+                                                           counter, stream_id, a, b)
+
+    @_recordable
+    def random_integers(self, out: GPUArray, key: int, counter: int, stream_id: int, low: int,
+                        span: int, stream: Stream) -> None:
+        host_view(out).reshape(-1)[...] = _philox.integers(out.dtype, out.size, low, span, key,
+                                                           counter, stream_id)
+
+    @_recordable
+    def random_choice(self, out: GPUArray, cdf: GPUArray, last: int, key: int, counter: int,
+                      stream_id: int, stream: Stream) -> None:
+        host_view(out).reshape(-1)[...] = _philox.categorical(host_view(cdf), last, out.size,
+                                                              key, counter, stream_id)
 
 
 def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activation: int) -> None:

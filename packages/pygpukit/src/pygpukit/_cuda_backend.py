@@ -48,6 +48,9 @@ class _Kernels:
         self.gemm = lib.pgk_gemm
         self.gemm_workspace_size = lib.pgk_gemm_workspace_size
         self.gemm_last_kernel = lib.pgk_gemm_last_kernel
+        self.random = lib.pgk_random
+        self.random_integers = lib.pgk_random_integers
+        self.random_choice = lib.pgk_random_choice
 
     def check(self, kernel: str, status: int) -> None:
         """Raise :class:`KernelLaunchError` for a non-zero status from a launcher."""
@@ -348,6 +351,34 @@ class CudaRuntime:
     def gemm_last_kernel(self) -> str:
         """Name of the kernel this thread's last product ran (for tests and benchmarks)."""
         return str(self.kernels.gemm_last_kernel().decode())
+
+    # -- random numbers (Philox4x32-10 streams; pygpukit._random) ------------------------------
+    def random(self, dist: int, out: GPUArray, key: int, counter: int, stream_id: int,
+               a: float, b: float, stream: Stream) -> None:
+        """``out.size`` values of distribution ``dist`` into the C-contiguous ``out``."""
+        self.activate()
+        status = self.kernels.random(dist, _ptr(out) or None, kernel_code(out.dtype), out.size,
+                                     key, counter, stream_id, float(a), float(b),
+                                     stream.launch_handle())
+        self.kernels.check("pgk_random", status)
+
+    def random_integers(self, out: GPUArray, key: int, counter: int, stream_id: int, low: int,
+                        span: int, stream: Stream) -> None:
+        """Integers ``low + [0, span]`` into the C-contiguous ``out``."""
+        self.activate()
+        status = self.kernels.random_integers(_ptr(out) or None, kernel_code(out.dtype),
+                                              out.size, key, counter, stream_id, low, span,
+                                              stream.launch_handle())
+        self.kernels.check("pgk_random_integers", status)
+
+    def random_choice(self, out: GPUArray, cdf: GPUArray, last: int, key: int, counter: int,
+                      stream_id: int, stream: Stream) -> None:
+        """Category indices (int64) by the cumulative weights ``cdf`` (float64)."""
+        self.activate()
+        status = self.kernels.random_choice(_ptr(out) or None, out.size, _ptr(cdf), cdf.size,
+                                            last, key, counter, stream_id,
+                                            stream.launch_handle())
+        self.kernels.check("pgk_random_choice", status)
 
     def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         """Copy a contiguous array of another device into ``dst`` (same dtype and size).

@@ -1,0 +1,454 @@
+// pgk_random, pgk_random_integers, pgk_random_choice: counter-based Philox4x32-10 streams.
+//
+// The streams are defined in pygpukit/_philox.py (see also philox.cuh and the header).  One
+// kernel template runs every distribution: a grid-stride loop over Philox blocks where one thread
+// computes one block (four 32-bit words) per iteration and stores the 4 (32-bit outputs) or 2
+// (64-bit outputs) values it gives with one vector store where the output is aligned for it.
+// What a block gives is a host/device functor per distribution, so a host build of this file
+// can be checked against the NumPy mirror without a GPU.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "dtypes.cuh"
+#include "launch_utils.cuh"
+#include "philox.cuh"
+#include "pygpukit_kernels.h"
+
+namespace pgk {
+namespace {
+
+constexpr int kInvalid = static_cast<int>(cudaErrorInvalidValue);
+constexpr int kThreads = 256;
+
+using rng::Stream;
+using rng::Words;
+
+// N values of T, stored with one vector store where aligned.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+// Roundings spelled out: the device must not contract a * b + c into an FMA (the NumPy mirror
+// rounds the product and the sum); the host compiler (SSE2, no FMA) rounds each anyway.
+PGK_HD float fmul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+PGK_HD float fadd(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+PGK_HD double dmul(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+PGK_HD double dadd(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+// ---- what one Philox block gives, per distribution (host and device: the host build is what
+// tests/random_host_check.cu compares with the NumPy mirror) ----
+
+// Uniform float32 (Kind 0), float16 (1) or bfloat16 (2, both stored as bits), computed in float32.
+template <int Kind>
+struct Uniform32 {
+  using T = typename std::conditional<Kind == 0, float, uint16_t>::type;
+  static constexpr int N = 4;
+  Stream s;
+  float low, scale;
+  bool affine;
+  PGK_HD Pack<T, 4> operator()(uint64_t b) const {
+    constexpr int bits = Kind == 0 ? 24 : Kind == 1 ? 11 : 8;
+    const Words w = rng::block_at(s, b, 0);
+    Pack<T, 4> p;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float u = rng::unit_f32(w.w[j], bits);
+      if (affine) u = fadd(fmul(u, scale), low);
+      if constexpr (Kind == 0) p.v[j] = u;
+      else if constexpr (Kind == 1) p.v[j] = f32_to_f16(u);
+      else p.v[j] = f32_to_bf16(u);
+    }
+    return p;
+  }
+};
+
+struct Uniform64 {
+  using T = double;
+  static constexpr int N = 2;
+  Stream s;
+  double low, scale;
+  bool affine;
+  PGK_HD Pack<double, 2> operator()(uint64_t b) const {
+    const Words w = rng::block_at(s, b, 0);
+    Pack<double, 2> p;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      double u = rng::unit_f64(rng::word64(w, j));
+      if (affine) u = dadd(dmul(u, scale), low);
+      p.v[j] = u;
+    }
+    return p;
+  }
+};
+
+// Box-Muller: u1 in (0, 1] and t = 2 u2 in [0, 2), exact functions of the words (equal to the
+// NumPy mirror's), then CUDA's accurate logf / sqrtf / sincospif on the device.  The host build
+// computes in double as the mirror does (it checks the words and the pairing, not CUDA's math).
+PGK_HD void box_muller_f32(uint32_t x0, uint32_t x1, float& z0, float& z1) {
+  const float u1 = fadd(fmul(static_cast<float>(static_cast<int>(x0 >> 1)), 0x1p-31f), 0x1p-32f);
+  const float t = fmul(static_cast<float>(x1 >> 8), 0x1p-23f);  // exact
+#ifdef __CUDA_ARCH__
+  const float rad = sqrtf(-2.0f * logf(u1));
+  float s, c;
+  sincospif(t, &s, &c);
+  z0 = __fmul_rn(rad, c);
+  z1 = __fmul_rn(rad, s);
+#else
+  double s, c;
+  rng::host_sincospi(t, s, c);
+  const double rad = std::sqrt(-2.0 * std::log(static_cast<double>(u1)));
+  z0 = static_cast<float>(rad * c);
+  z1 = static_cast<float>(rad * s);
+#endif
+}
+
+PGK_HD void box_muller_f64(uint64_t x0, uint64_t x1, double& z0, double& z1) {
+  const double u1 = dadd(static_cast<double>(x0 >> 11) * 0x1p-53, 0x1p-54);
+  const double t = static_cast<double>(x1 >> 11) * 0x1p-52;  // exact
+  double s, c;
+#ifdef __CUDA_ARCH__
+  sincospi(t, &s, &c);
+#else
+  rng::host_sincospi(t, s, c);
+#endif
+  const double rad = sqrt(-2.0 * log(u1));
+  z0 = dmul(rad, c);
+  z1 = dmul(rad, s);
+}
+
+struct Normal32 {
+  using T = float;
+  static constexpr int N = 4;
+  Stream s;
+  float loc, scale;
+  bool affine;
+  PGK_HD Pack<float, 4> operator()(uint64_t b) const {
+    const Words w = rng::block_at(s, b, 0);
+    Pack<float, 4> p;
+    box_muller_f32(w.w[0], w.w[1], p.v[0], p.v[1]);
+    box_muller_f32(w.w[2], w.w[3], p.v[2], p.v[3]);
+    if (affine) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) p.v[j] = fadd(fmul(p.v[j], scale), loc);
+    }
+    return p;
+  }
+};
+
+struct Normal64 {
+  using T = double;
+  static constexpr int N = 2;
+  Stream s;
+  double loc, scale;
+  bool affine;
+  PGK_HD Pack<double, 2> operator()(uint64_t b) const {
+    const Words w = rng::block_at(s, b, 0);
+    Pack<double, 2> p;
+    box_muller_f64(rng::word64(w, 0), rng::word64(w, 1), p.v[0], p.v[1]);
+    if (affine) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) p.v[j] = dadd(dmul(p.v[j], scale), loc);
+    }
+    return p;
+  }
+};
+
+// Raw words: uint32_t (32-bit words) or unsigned long long (64-bit words).
+template <typename W>
+struct Bits {
+  using T = W;
+  static constexpr int N = sizeof(W) == 4 ? 4 : 2;
+  Stream s;
+  PGK_HD Pack<W, N> operator()(uint64_t b) const {
+    const Words w = rng::block_at(s, b, 0);
+    Pack<W, N> p;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      if constexpr (N == 4) p.v[j] = w.w[j];
+      else p.v[j] = rng::word64(w, j);
+    }
+    return p;
+  }
+};
+
+// Integers low + [0, r) (r == 0: the whole word), narrowed to the storage type S (1, 2, 4 or 8
+// bytes) like a C cast; Wide: 64-bit words, else 32-bit words.
+template <typename S, bool Wide>
+struct Integers {
+  using T = S;
+  static constexpr int N = Wide ? 2 : 4;
+  Stream s;
+  uint64_t low, r, t;
+  PGK_HD Pack<S, N> operator()(uint64_t b) const {
+    const Words w = rng::block_at(s, b, 0);
+    Pack<S, N> p;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      uint64_t offset;
+      if constexpr (Wide) {
+        offset = rng::lemire64(s, b, j, rng::word64(w, j), r, t);
+      } else {
+        offset = rng::lemire32(s, b, j, w.w[j], static_cast<uint32_t>(r),
+                               static_cast<uint32_t>(t));
+      }
+      p.v[j] = static_cast<S>(low + offset);  // modulo 2^bits
+    }
+    return p;
+  }
+};
+
+// Weighted categories: the first k with cdf[k] > u * cdf[ncat - 1] (numpy.searchsorted "right").
+struct Choice {
+  using T = long long;
+  static constexpr int N = 2;
+  Stream s;
+  const double* cdf;
+  int64_t ncat, last;
+  PGK_HD Pack<long long, 2> operator()(uint64_t b) const {
+    const Words w = rng::block_at(s, b, 0);
+    const double total = cdf[ncat - 1];
+    Pack<long long, 2> p;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const double v = dmul(rng::unit_f64(rng::word64(w, j)), total);
+      int64_t lo = 0, hi = ncat;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (cdf[mid] > v) hi = mid;
+        else lo = mid + 1;
+      }
+      p.v[j] = lo == ncat ? last : lo;
+    }
+    return p;
+  }
+};
+
+// One kernel for every distribution: a grid-stride loop over Philox blocks, each thread storing
+// the N values of its block with one vector store when `vec` (out aligned to N * sizeof(T)) and
+// all N are in range.  64-bit indices throughout.
+template <class F>
+__global__ void __launch_bounds__(kThreads)
+random_kernel(typename F::T* __restrict__ out, int64_t n, F f, bool vec) {
+  pdl_enter();
+  using T = typename F::T;
+  constexpr int N = F::N;
+  const int64_t nblk = (n + N - 1) / N;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < nblk;
+       b += stride) {
+    const Pack<T, N> p = f(static_cast<uint64_t>(b));
+    const int64_t i = b * N;
+    if (vec && i + N <= n) {
+      *reinterpret_cast<Pack<T, N>*>(out + i) = p;
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        if (i + j < n) out[i + j] = p.v[j];
+      }
+    }
+  }
+}
+
+// ---- launch configuration ----
+// A grid-stride loop amortizes the per-thread setup over many Philox blocks: one full wave of
+// thread blocks (the kernel's occupancy times the SMs; PGK_TUNE_RAND_WAVES waves, default 1,
+// for benchmarking), never more than the work needs.  A single wave keeps every thread's share
+// of the work equal (no tail wave of a few blocks).
+constexpr int kMaxDevices = 64;
+
+int current_device() {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
+    cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
+int sm_count(int dev) {
+  static std::atomic<int> cache[kMaxDevices];
+  if (dev < 0) return 1;
+  int c = cache[dev].load(std::memory_order_relaxed);
+  if (c == 0) {
+    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || c < 1) {
+      cudaGetLastError();
+      c = 1;
+    }
+    cache[dev].store(c, std::memory_order_relaxed);
+  }
+  return c;
+}
+
+// Resident blocks of kThreads threads per SM for `kernel` on device `dev` (cached per kernel).
+template <class F>
+int blocks_per_sm(int dev) {
+  static std::atomic<int> cache[kMaxDevices];
+  if (dev < 0) return 1;
+  int b = cache[dev].load(std::memory_order_relaxed);
+  if (b == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, random_kernel<F>, kThreads, 0) !=
+            cudaSuccess || b < 1) {
+      cudaGetLastError();
+      b = 1;
+    }
+    cache[dev].store(b, std::memory_order_relaxed);
+  }
+  return b;
+}
+
+template <class F>
+dim3 grid_for_blocks(int64_t philox_blocks) {
+  static const int waves = tune_knob("PGK_TUNE_RAND_WAVES", 1, 1, 64);
+  const int dev = current_device();
+  const int64_t cap = static_cast<int64_t>(sm_count(dev)) * blocks_per_sm<F>(dev) * waves;
+  int64_t g = (philox_blocks + kThreads - 1) / kThreads;
+  if (g > cap) g = cap;
+  return dim3(static_cast<unsigned>(g < 1 ? 1 : g));
+}
+
+bool aligned(const void* p, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// Launch F over n elements of out (aligned to sizeof(T): checked by the caller).
+template <class F>
+int launch(typename F::T* out, int64_t n, const F& f, cudaStream_t st) {
+  const int64_t nblk = (n + F::N - 1) / F::N;
+  launch_k(random_kernel<F>, grid_for_blocks<F>(nblk), dim3(kThreads), st, out, n, f,
+           aligned(out, sizeof(typename F::T) * F::N));
+  return launch_status();
+}
+
+Stream make_stream(uint64_t key, uint64_t counter, uint32_t stream_id) {
+  return Stream{rng::round_keys(key), counter, stream_id};
+}
+
+template <typename S>
+int launch_integers(void* dst, int64_t n, const Stream& s, uint64_t low, uint64_t span,
+                    cudaStream_t st) {
+  S* out = static_cast<S*>(dst);
+  if (span > 0xFFFFFFFFull) {
+    const uint64_t r = span + 1;                  // 0 when span == 2^64 - 1 (the word itself)
+    const uint64_t t = r == 0 ? 0 : (0 - r) % r;  // 2^64 mod r
+    return launch(out, n, Integers<S, true>{s, low, r, t}, st);
+  }
+  const uint64_t r = (span + 1) & 0xFFFFFFFFull;  // 0 when span == 2^32 - 1
+  const uint64_t t = r == 0 ? 0 : ((1ull << 32) - r) % r;
+  return launch(out, n, Integers<S, false>{s, low, r, t}, st);
+}
+
+}  // namespace
+}  // namespace pgk
+
+extern "C" PGK_API int pgk_random(int dist, void* out, int dtype, int64_t n, uint64_t key,
+                                  uint64_t counter, uint32_t stream_id, double a, double b,
+                                  void* stream) {
+  using namespace pgk;
+  bool ok;
+  switch (dist) {
+    case PGK_RAND_UNIFORM:
+      ok = dtype == PGK_FLOAT16 || dtype == PGK_BFLOAT16 || dtype == PGK_FLOAT32 ||
+           dtype == PGK_FLOAT64;
+      break;
+    case PGK_RAND_NORMAL: ok = dtype == PGK_FLOAT32 || dtype == PGK_FLOAT64; break;
+    case PGK_RAND_BITS: ok = dtype == PGK_INT32 || dtype == PGK_INT64; break;
+    default: ok = false;
+  }
+  if (!ok || n < 0 || !std::isfinite(a) || !std::isfinite(b)) return kInvalid;
+  // float32 parameters for the 16/32-bit types, rounded once from the doubles.
+  const float af = static_cast<float>(a), bf = static_cast<float>(b);
+  if (dtype != PGK_FLOAT64 && dist != PGK_RAND_BITS && !(std::isfinite(af) && std::isfinite(bf))) {
+    return kInvalid;
+  }
+  if (n == 0) return 0;
+  if (out == nullptr || !aligned(out, static_cast<uintptr_t>(dtype_size(dtype)))) {
+    return kInvalid;
+  }
+  auto st = static_cast<cudaStream_t>(stream);
+  const Stream s = make_stream(key, counter, stream_id);
+  const bool affine = !(a == 0.0 && b == 1.0);
+  if (dist == PGK_RAND_BITS) {
+    if (dtype == PGK_INT32) return launch(static_cast<uint32_t*>(out), n, Bits<uint32_t>{s}, st);
+    return launch(static_cast<unsigned long long*>(out), n, Bits<unsigned long long>{s}, st);
+  }
+  if (dist == PGK_RAND_NORMAL) {
+    if (dtype == PGK_FLOAT64) {
+      return launch(static_cast<double*>(out), n, Normal64{s, a, b, affine}, st);
+    }
+    return launch(static_cast<float*>(out), n, Normal32{s, af, bf, affine}, st);
+  }
+  switch (dtype) {
+    case PGK_FLOAT64:
+      return launch(static_cast<double*>(out), n, Uniform64{s, a, b, affine}, st);
+    case PGK_FLOAT32:
+      return launch(static_cast<float*>(out), n, Uniform32<0>{s, af, bf, affine}, st);
+    case PGK_FLOAT16:
+      return launch(static_cast<uint16_t*>(out), n, Uniform32<1>{s, af, bf, affine}, st);
+    default:
+      return launch(static_cast<uint16_t*>(out), n, Uniform32<2>{s, af, bf, affine}, st);
+  }
+}
+
+extern "C" PGK_API int pgk_random_integers(void* out, int dtype, int64_t n, uint64_t key,
+                                           uint64_t counter, uint32_t stream_id, int64_t low,
+                                           uint64_t span, void* stream) {
+  using namespace pgk;
+  if (!valid_dtype(dtype) || n < 0) return kInvalid;
+  if (dtype == PGK_FLOAT16 || dtype == PGK_BFLOAT16 || dtype == PGK_FLOAT32 ||
+      dtype == PGK_FLOAT64) {
+    return kInvalid;
+  }
+  if (n == 0) return 0;
+  const int size = dtype_size(dtype);
+  if (out == nullptr || !aligned(out, static_cast<uintptr_t>(size))) return kInvalid;
+  auto st = static_cast<cudaStream_t>(stream);
+  const Stream s = make_stream(key, counter, stream_id);
+  const uint64_t ulow = static_cast<uint64_t>(low);
+  switch (size) {
+    case 1: return launch_integers<uint8_t>(out, n, s, ulow, span, st);
+    case 2: return launch_integers<uint16_t>(out, n, s, ulow, span, st);
+    case 4: return launch_integers<uint32_t>(out, n, s, ulow, span, st);
+    default: return launch_integers<unsigned long long>(out, n, s, ulow, span, st);
+  }
+}
+
+extern "C" PGK_API int pgk_random_choice(int64_t* out, int64_t n, const double* cdf,
+                                         int64_t ncat, int64_t last, uint64_t key,
+                                         uint64_t counter, uint32_t stream_id, void* stream) {
+  using namespace pgk;
+  if (n < 0 || ncat < 1 || last < 0 || last >= ncat) return kInvalid;
+  if (n == 0) return 0;
+  if (out == nullptr || cdf == nullptr || !aligned(out, 8) || !aligned(cdf, 8)) return kInvalid;
+  return launch(reinterpret_cast<long long*>(out), n,
+                Choice{make_stream(key, counter, stream_id), cdf, ncat, last},
+                static_cast<cudaStream_t>(stream));
+}
