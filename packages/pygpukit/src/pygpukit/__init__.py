@@ -23,7 +23,7 @@ from pygpukit._versions import check_siblings
 
 check_siblings(__version__)
 
-from pygpukit import _ops  # noqa: E402
+from pygpukit import _indexing, _ops  # noqa: E402
 from pygpukit._array import GPUArray  # noqa: E402
 from pygpukit._creation import (  # noqa: E402
     arange,
@@ -83,6 +83,7 @@ from pygpukit._memory import (  # noqa: E402
     set_memory_limit,
 )
 from pygpukit._ops import *  # noqa: E402,F403
+from pygpukit._indexing import *  # noqa: E402,F403  (after _ops: its where() takes over)
 from pygpukit._partition import (  # noqa: E402
     Partition,
     Task,
@@ -121,6 +122,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     *_ops.__all__,
+    *_indexing.__all__,
     "SUPPORTED_DTYPES",
     "AdmissionError",
     "BackendUnavailableError",
