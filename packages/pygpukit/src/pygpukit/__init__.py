@@ -67,6 +67,7 @@ from pygpukit._errors import (  # noqa: E402
     PyGPUkitError,
 )
 from pygpukit._graph import Graph, graph  # noqa: E402
+from pygpukit._indexing import *  # noqa: E402,F403
 from pygpukit._jit import BoundLaunch, JITKernel, JITModule, jit  # noqa: E402
 from pygpukit._linalg import (  # noqa: E402
     get_matmul_precision,
@@ -83,7 +84,6 @@ from pygpukit._memory import (  # noqa: E402
     set_memory_limit,
 )
 from pygpukit._ops import *  # noqa: E402,F403
-from pygpukit._indexing import *  # noqa: E402,F403  (after _ops: its where() takes over)
 from pygpukit._partition import (  # noqa: E402
     Partition,
     Task,

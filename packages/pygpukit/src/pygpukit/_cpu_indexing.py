@@ -46,7 +46,7 @@ def _index_offsets(plan: IndexPlan, error: GPUArray | None
     first = -1
     for k, (array, size, stride) in enumerate(
             zip(plan.indices, plan.sizes, plan.strides, strict=True)):
-        idx = host_view(array).astype(np.int64, copy=True)
+        idx = host_view(array).astype(np.int64, copy=True).reshape(-1)
         if plan.mode == IndexMode.WRAP:
             idx = idx % size if size else np.zeros_like(idx)
         elif plan.mode == IndexMode.CLIP:
@@ -123,7 +123,7 @@ def unravel(flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
     from pygpukit._cpu_backend import host_view
 
     size = int(np.prod(shape, dtype=np.int64))
-    idx = host_view(flat).astype(np.int64, copy=True)
+    idx = host_view(flat).astype(np.int64, copy=True).reshape(-1)
     first = -1
     if mode == IndexMode.WRAP:
         idx = idx % size if size else np.zeros_like(idx)

@@ -386,9 +386,7 @@ def _device_mask(mask: Any, runtime: Runtime) -> GPUArray:
 def _single_mask(a: GPUArray, key: Any) -> Any:
     """The mask when ``key`` is one boolean array over leading dims of ``a``, else None."""
     item = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-    if isinstance(item, GPUArray):
-        is_mask = item.dtype == _BOOL
-    elif isinstance(item, np.ndarray):
+    if isinstance(item, (GPUArray, np.ndarray)):
         is_mask = item.dtype == _BOOL
     else:
         return None
@@ -436,6 +434,7 @@ def _masked_fill(a: GPUArray, mask: Any, value: Any) -> None:
     """``a[mask] = scalar``: ``where(mask, value, a)`` written into ``a`` (no host read)."""
     device_mask = _device_mask(mask, a._rt)
     cond = device_mask.reshape(device_mask.shape + (1,) * (a.ndim - device_mask.ndim))
+    fill: Any
     if isinstance(value, GPUArray):
         fill = value.reshape(()).astype(a.dtype, copy=False)
     else:
@@ -570,7 +569,7 @@ def where(cond: Any, a: Any = _MISSING, b: Any = _MISSING, *,
     return nonzero(cond)
 
 
-# -- take, put and the rest -------------------------------------------------------------------------
+# -- take, put and the rest ---------------------------------------------------------------
 
 def _require_array(value: Any, op: str, argument: str) -> None:
     if not isinstance(value, GPUArray):
@@ -687,7 +686,7 @@ def put(a: GPUArray, ind: Any, v: Any, mode: str = "raise") -> None:
         raise ValueError("put: cannot replace the elements with an empty array")
     if values.size != n:  # NumPy repeats v cyclically
         values = take(values, np.arange(n, dtype=np.int64), None, mode="wrap")
-    flat_index = index.reshape(-1) if isinstance(index, GPUArray) else index.reshape(-1)
+    flat_index = index.reshape(-1)
     if a.is_contiguous() or a.ndim <= 1:
         target = a.reshape(-1) if a.ndim != 1 else a
         _scatter(_plan(_parse_items(target, (_Ints(flat_index),)), index_mode), values)
@@ -710,6 +709,7 @@ def compress(condition: Any, a: GPUArray, axis: int | None = None) -> GPUArray:
     _require_array(a, "compress", "a")
     source = a.reshape(-1) if axis is None else a
     dim = 0 if axis is None else _layout.normalize_axis(axis, a.ndim)
+    cond: Any
     if isinstance(condition, GPUArray):
         cond = condition if condition.dtype == _BOOL else _math.binary("not_equal", condition, 0)
     else:
@@ -756,12 +756,12 @@ def repeat(a: GPUArray, repeats: Any, axis: int | None = None) -> GPUArray:
         r = int(counts.reshape(-1)[0]) if counts.size else 0
         # (..., n, 1, ...) broadcast to (..., n, r, ...), copied, merged into n * r.
         expanded = source.expand_dims(dim + 1)
-        shape = source.shape[:dim + 1] + (r,) + source.shape[dim + 1:]
+        shape = (*source.shape[:dim + 1], r, *source.shape[dim + 1:])
         strides = _layout.broadcast_strides(expanded.shape, expanded.strides, shape)
         tiled = empty_on(a._rt, shape, a.dtype)
         copy_into(GPUArray(a._rt, expanded._block, expanded._offset, shape, strides, a.dtype),
                   tiled)
-        return tiled.reshape(source.shape[:dim] + (n * r,) + source.shape[dim + 1:])
+        return tiled.reshape((*source.shape[:dim], n * r, *source.shape[dim + 1:]))
     if counts.ndim != 1 or counts.size != n:
         raise ValueError(f"repeat: operands could not be broadcast together with shape ({n},) "
                          f"({counts.size},)")
@@ -841,10 +841,10 @@ def roll(a: GPUArray, shift: Any, axis: int | tuple[int, ...] | None = None) -> 
         grown = []
         for src_key, dst_key in pieces:
             if s == 0:
-                grown.append((src_key + (slice(None),), dst_key + (slice(None),)))
+                grown.append(((*src_key, slice(None)), (*dst_key, slice(None))))
             else:
-                grown.append((src_key + (slice(0, n - s),), dst_key + (slice(s, n),)))
-                grown.append((src_key + (slice(n - s, n),), dst_key + (slice(0, s),)))
+                grown.append(((*src_key, slice(0, n - s)), (*dst_key, slice(s, n))))
+                grown.append(((*src_key, slice(n - s, n)), (*dst_key, slice(0, s))))
         pieces = grown
     for src_key, dst_key in pieces:
         copy_into(a[src_key], out[dst_key])
@@ -940,5 +940,6 @@ def _attach_hooks() -> None:
 
 _attach_hooks()
 
+# (where() is exported through pygpukit._ops, with the other elementwise functions.)
 __all__ = ["add_at", "argwhere", "compress", "flip", "index_add", "nonzero", "put", "repeat",
-           "roll", "take", "take_along_axis", "tile", "where"]
+           "roll", "take", "take_along_axis", "tile"]

@@ -12,24 +12,13 @@ integer index arrays.  Element ``(p, m, q)`` of that space is the array element 
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pygpukit_kernels import IndexMode
+
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray
-
-
-class IndexMode(enum.IntEnum):
-    """What an index outside ``[-size, size)`` does (``PGK_INDEX_*``; NumPy's ``take`` modes)."""
-
-    #: Negative indices count from the end; others are out of range: the element is skipped
-    #: (a gather writes 0) and the error slot records the first one.
-    RAISE = 0
-    #: Taken modulo the axis size (Python's ``%``: always in range).
-    WRAP = 1
-    #: Clipped into ``[0, size - 1]`` (negative indices become 0, as in NumPy).
-    CLIP = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +41,8 @@ class IndexPlan:
     count
         Length of every index array.
     mode
-        :class:`IndexMode`.
+        What an out-of-range index does (``pygpukit_kernels.IndexMode``: ``RAISE`` skips the
+        element and records it, ``WRAP`` takes it modulo the size, ``CLIP`` clips it).
     """
 
     base: GPUArray
@@ -85,3 +75,6 @@ class IndexPlan:
     def size(self) -> int:
         """Elements of the index space."""
         return self.outer_size * self.count * self.inner_size
+
+
+__all__ = ["IndexMode", "IndexPlan"]
