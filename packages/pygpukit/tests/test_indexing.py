@@ -558,3 +558,73 @@ def test_gather_beyond_2_31_elements(backend: str) -> None:
     flags = arr > 5
     np.testing.assert_array_equal(arr[flags].to_numpy(), np.arange(6, 11, dtype=np.int8))
     np.testing.assert_array_equal(gp.nonzero(flags)[0].to_numpy(), np.arange(n - 5, n))
+
+
+# -- random keys --
+
+def _random_key(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """A random mix of slices, ints, None, Ellipsis, integer arrays and masks for ``shape``."""
+    key: list[Any] = []
+    dim = 0
+    while dim < len(shape) and rng.random() < 0.8:
+        size, r = shape[dim], rng.random()
+        if r < 0.15:
+            key.append(None)
+            continue
+        if r < 0.35:
+            start, stop = (int(v) for v in rng.integers(-size - 1, size + 1, 2))
+            key.append(slice(start, stop, int(rng.choice([1, 2, -1, -2, 3]))))
+        elif r < 0.5 and size:
+            key.append(int(rng.integers(-size, size)))
+        elif r < 0.8:
+            dims = [(3,), (2, 1), (1,), (0,), (2, 3), ()][int(rng.integers(6))]
+            key.append(rng.integers(-size, size, dims) if size else np.zeros(0, np.int64))
+        elif r < 0.9:
+            key.append(rng.random(size) < 0.5)
+        else:
+            key.append(slice(None))
+        dim += 1
+    if rng.random() < 0.2:
+        key.insert(int(rng.integers(len(key) + 1)), Ellipsis)
+    return tuple(key)
+
+
+def test_random_keys_match_numpy(backend: str) -> None:
+    rng = np.random.default_rng(11)
+    checked = 0
+    for trial in range(300):
+        shape = tuple(int(d) for d in rng.integers(0 if trial % 10 == 0 else 1, 5,
+                                                   int(rng.integers(1, 5))))
+        host = rng.standard_normal(shape).astype(np.float32)
+        arr = gp.from_numpy(host)
+        if len(shape) >= 2 and rng.random() < 0.3:
+            host, arr = host.T, arr.T
+        if rng.random() < 0.3:
+            host, arr = host[::-1], arr[::-1]
+        key = _random_key(rng, host.shape)
+        device_key = on_device(key) if rng.random() < 0.5 else key
+        try:
+            expected = host[key]
+        except IndexError:
+            with pytest.raises(IndexError):
+                arr[device_key]
+            continue
+        got = arr[device_key]
+        assert got.shape == expected.shape, (shape, key)
+        np.testing.assert_array_equal(got.to_numpy(), expected, err_msg=repr((shape, key)))
+        values = rng.standard_normal(expected.shape).astype(np.float32)
+        target, reference = gp.from_numpy(np.ascontiguousarray(host)), host.copy()
+        target[device_key] = values
+        reference[key] = values
+        # Repeated destinations take one of their values: compare where NumPy's is unambiguous
+        # (every destination written once), else only that each element came from somewhere.
+        touched = np.zeros(host.shape, np.int64)
+        np.add.at(touched, key, 1)
+        once = touched <= 1
+        np.testing.assert_array_equal(target.to_numpy()[once], reference[once])
+        accumulated, reference_sum = gp.from_numpy(np.ascontiguousarray(host)), host.copy()
+        gp.add_at(accumulated, device_key, values)
+        np.add.at(reference_sum, key, values)
+        np.testing.assert_allclose(accumulated.to_numpy(), reference_sum, rtol=1e-5, atol=1e-5)
+        checked += 1
+    assert checked > 150

@@ -158,18 +158,21 @@ def _parse(a: GPUArray, key: Any) -> _Parsed:
     if consumed > a.ndim:
         raise IndexError(f"too many indices for array: array is {a.ndim}-dimensional, but "
                          f"{consumed} were indexed")
+    # Each item with its position in the key: the slices an Ellipsis stands for share its
+    # position, and an Ellipsis of no dims still separates advanced items (as in NumPy).
     fill = [slice(None)] * (a.ndim - consumed)
+    placed = [(pos, item) for pos, item in enumerate(items) if item is not Ellipsis]
     if Ellipsis in items:
         at = next(i for i, item in enumerate(items) if item is Ellipsis)
-        items[at:at + 1] = fill
+        placed[at:at] = [(at, item) for item in fill]
     else:
-        items.extend(fill)
+        placed.extend((len(items), item) for item in fill)
     basic: list[Any] = []
     entries: list[tuple[int, int, Any]] = []
     positions: list[int] = []  # items that are advanced (arrays, masks, and then ints too)
     insert = -1
     src = view_dim = 0
-    for pos, item in enumerate(items):
+    for pos, item in placed:
         if item is None:
             basic.append(None)
             view_dim += 1
