@@ -628,3 +628,16 @@ def test_random_keys_match_numpy(backend: str) -> None:
         np.testing.assert_allclose(accumulated.to_numpy(), reference_sum, rtol=1e-5, atol=1e-5)
         checked += 1
     assert checked > 150
+
+
+def test_index_array_that_is_also_the_target(backend: str) -> None:
+    host = np.array([2, 0, 1, 4, 3], np.int64)
+    arr = gp.from_numpy(host)
+    arr[arr[:3]] = gp.from_numpy(np.array([5, 6, 7], np.int64))
+    host[host[:3].copy()] = [5, 6, 7]
+    np.testing.assert_array_equal(arr.to_numpy(), host)
+    arr = gp.from_numpy(np.array([1, 0, 2], np.int64))
+    gp.add_at(arr, arr, 10)
+    expected = np.array([1, 0, 2], np.int64)
+    np.add.at(expected, expected.copy(), 10)
+    np.testing.assert_array_equal(arr.to_numpy(), expected)

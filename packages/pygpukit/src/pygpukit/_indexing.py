@@ -33,7 +33,7 @@ from pygpukit._context import state as _context_state
 from pygpukit._dtypes import normalize_dtype
 from pygpukit._indexplan import IndexMode, IndexPlan
 from pygpukit._stream import stream_for_runtime
-from pygpukit._transfer import assign, copy_into, empty_on, touch, upload
+from pygpukit._transfer import assign, check_same_device, copy_into, empty_on, touch, upload
 
 if TYPE_CHECKING:
     from pygpukit._backend import Runtime
@@ -261,7 +261,9 @@ def _plan(parsed: _Parsed, mode: IndexMode) -> _Prepared:
     for dim, axis, index in parsed.entries:
         size = view.shape[dim]
         if isinstance(index, GPUArray):
-            if index.dtype == _INT64 and index.shape == index_shape and index.is_contiguous():
+            check_same_device(view, index, op="indexing")
+            if (index.dtype == _INT64 and index.shape == index_shape and index.is_contiguous()
+                    and index._block is not view._block):  # an index the kernel may write
                 arrays.append(index)
             else:  # broadcast and widen in one copy
                 widened = empty_on(runtime, index_shape, _INT64)
@@ -342,6 +344,7 @@ def _values_for(value: Any, prepared: _Prepared, *, what: str) -> GPUArray:
     runtime = plan.base._rt
     shape, dtype = prepared.result_shape, plan.base.dtype
     if isinstance(value, GPUArray):
+        check_same_device(plan.base, value, op="assignment")
         if (value.dtype == dtype and value.shape == shape and value.is_contiguous()
                 and value._block is not plan.base._block):
             return value
@@ -428,6 +431,7 @@ def _select(x: GPUArray | None, flags: GPUArray, count: int, dtype: np.dtype[Any
 def _masked_get(a: GPUArray, mask: Any) -> GPUArray:
     """``a[mask]`` for a mask of ``a``'s shape: one compaction of ``a``'s elements."""
     flags = _flags(_device_mask(mask, a._rt))
+    check_same_device(a, flags, op="indexing")
     count = _count_true(flags)
     source = a if a.is_contiguous() else a.copy()
     return _select(source, flags, count, a.dtype)
