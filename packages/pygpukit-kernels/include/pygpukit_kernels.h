@@ -343,6 +343,10 @@ PGK_API int pgk_select_flagged(const void* x, int dtype, const uint8_t* flags, i
                                void* out, void* workspace, uint64_t workspace_bytes,
                                void* stream);
 
+/* *count = the number of non-zero bytes of flags[0, n) (the launcher zeroes it first; exact:
+ * integer atomics).  Sizes the result of a compaction. */
+PGK_API int pgk_count_flags(const uint8_t* flags, int64_t n, int64_t* count, void* stream);
+
 /* Coordinates of C-order flat indices in `shape` (ndim 1..PGK_MAX_DIMS): element d of flat[i]
  * (resolved by `mode` against the total size, as above; `error` gets the smallest i out of
  * range) at byte offset d * out_stride_dim + i * out_stride_i of out. */

@@ -81,7 +81,8 @@ def test_header_declares_every_exported_launcher() -> None:
                    "pgk_reduce", "pgk_gemm", "pgk_gemm_workspace_size", "pgk_gemm_last_kernel",
                    "pgk_index_gather", "pgk_index_scatter", "pgk_index_add",
                    "pgk_index_add_workspace_size", "pgk_select_flagged",
-                   "pgk_select_flagged_workspace_size", "pgk_unravel_index"):
+                   "pgk_select_flagged_workspace_size", "pgk_unravel_index",
+                   "pgk_count_flags"):
         assert f"{symbol}(" in header
     assert f"#define PGK_INDEX_MAX {pk.INDEX_MAX}" in header
 

@@ -333,6 +333,10 @@ class CpuRuntime:
                       error: GPUArray | None, stream: Stream) -> None:
         _cpu_indexing.unravel(flat, shape, mode, out, error)
 
+    @_recordable
+    def count_flags(self, flags: GPUArray, out: GPUArray, stream: Stream) -> None:
+        _cpu_indexing.count(flags, out)
+
 
 def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activation: int) -> None:
     """``c[i] = act(a[i] @ b[i] + bias)`` over 3-D views, in float32 (float64 for float64)."""

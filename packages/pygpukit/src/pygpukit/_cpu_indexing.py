@@ -140,3 +140,10 @@ def unravel(flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
     for d in range(len(shape) - 1, -1, -1):
         target[d] = idx % shape[d] if shape[d] else 0
         idx = idx // shape[d] if shape[d] else idx
+
+
+def count(flags: GPUArray, out: GPUArray) -> None:
+    """``out[0]`` = the number of non-zero elements of the contiguous ``flags``."""
+    from pygpukit._cpu_backend import host_view
+
+    host_view(out)[...] = np.count_nonzero(host_view(flags))

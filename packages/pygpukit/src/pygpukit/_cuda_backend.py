@@ -359,6 +359,10 @@ class CudaRuntime:
         self.activate()
         _cuda_indexing.unravel(self, flat, shape, mode, out, error, stream)
 
+    def count_flags(self, flags: GPUArray, out: GPUArray, stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.count(self, flags, out, stream)
+
     def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         """Copy a contiguous array of another device into ``dst`` (same dtype and size).
 

@@ -126,3 +126,11 @@ def unravel(runtime: CudaRuntime, flat: GPUArray, shape: tuple[int, ...], mode: 
                                    _ptr(out) or None, out.strides[0], out.strides[1],
                                    _error_ptr(error), stream.launch_handle())
     runtime.kernels.check("pgk_unravel_index", status)
+
+
+def count(runtime: CudaRuntime, flags: GPUArray, out: GPUArray, stream: Stream) -> None:
+    """``out[0]`` (int64) = the number of non-zero bytes of the contiguous bool ``flags``."""
+    lib = runtime.kernels._lib
+    status = lib.pgk_count_flags(_ptr(flags) or None, flags.size, _ptr(out),
+                                 stream.launch_handle())
+    runtime.kernels.check("pgk_count_flags", status)

@@ -404,8 +404,13 @@ def _single_mask(a: GPUArray, key: Any) -> Any:
 
 
 def _count_true(flags: GPUArray) -> int:
-    """Number of true elements (one reduction, read back: the result's size depends on it)."""
-    return int(_math.reduce("sum", flags).item())
+    """Set flags of a contiguous bool array, read back (the result's size depends on it)."""
+    runtime = flags._rt
+    out = empty_on(runtime, (1,), _INT64)
+    stream = stream_for_runtime(runtime)
+    touch(stream, flags, written=out)
+    runtime.count_flags(flags, out, stream)
+    return int(out.to_numpy()[0])
 
 
 def _flags(x: GPUArray) -> GPUArray:
