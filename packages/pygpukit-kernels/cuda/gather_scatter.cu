@@ -47,14 +47,18 @@ struct IndexParams {
 };
 
 // One index resolved by the mode; `ok` false for an out-of-range index in PGK_INDEX_RAISE mode.
+// An empty axis has no element to wrap or clip to: out of range in every mode.
 __device__ __forceinline__ int64_t resolve(int64_t v, int64_t size, int mode, bool& ok) {
+  if (size == 0) {
+    ok = false;
+    return 0;
+  }
   if (mode == PGK_INDEX_WRAP) {
-    if (size == 0) return 0;
     const int64_t r = v % size;
     return r < 0 ? r + size : r;
   }
   if (mode == PGK_INDEX_CLIP) {
-    if (v < 0 || size == 0) return 0;
+    if (v < 0) return 0;
     return v >= size ? size - 1 : v;
   }
   if (v < -size || v >= size) {

@@ -290,7 +290,8 @@ PGK_API const char* pgk_gemm_last_kernel(void);
  * are n_index C-contiguous int64 arrays of `count` elements (8-byte aligned).  resolve() by
  * `mode`: PGK_INDEX_RAISE: v in [-size, size), negative counting from the end, anything else
  * out of range (the element is skipped: a gather stores 0, a scatter/add writes nothing);
- * PGK_INDEX_WRAP: v modulo size (non-negative); PGK_INDEX_CLIP: clipped into [0, size - 1].
+ * PGK_INDEX_WRAP: v modulo size (non-negative); PGK_INDEX_CLIP: clipped into [0, size - 1]
+ * (an axis of size 0 has every index out of range, in every mode).
  * `error` (NULL: not reported) is an 8-byte slot that the launcher first sets to -1 (stream
  * ordered) and the kernel, for out-of-range indices, lowers to the smallest k * count + m.
  * Strides are multiples of the element size and may be 0 or negative.  64-bit index math

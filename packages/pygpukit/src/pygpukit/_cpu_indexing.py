@@ -47,11 +47,11 @@ def _index_offsets(plan: IndexPlan, error: GPUArray | None
     for k, (array, size, stride) in enumerate(
             zip(plan.indices, plan.sizes, plan.strides, strict=True)):
         idx = host_view(array).astype(np.int64, copy=True).reshape(-1)
-        if plan.mode == IndexMode.WRAP:
-            idx = idx % size if size else np.zeros_like(idx)
-        elif plan.mode == IndexMode.CLIP:
-            idx = np.clip(idx, 0, max(size - 1, 0))
-        else:
+        if size and plan.mode == IndexMode.WRAP:
+            idx = idx % size
+        elif size and plan.mode == IndexMode.CLIP:
+            idx = np.clip(idx, 0, size - 1)
+        else:  # RAISE, and an empty axis in every mode
             bad = (idx < -size) | (idx >= size)
             if first < 0 and bad.any():
                 first = k * plan.count + int(np.argmax(bad))
@@ -125,11 +125,11 @@ def unravel(flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
     size = int(np.prod(shape, dtype=np.int64))
     idx = host_view(flat).astype(np.int64, copy=True).reshape(-1)
     first = -1
-    if mode == IndexMode.WRAP:
-        idx = idx % size if size else np.zeros_like(idx)
-    elif mode == IndexMode.CLIP:
-        idx = np.clip(idx, 0, max(size - 1, 0))
-    else:
+    if size and mode == IndexMode.WRAP:
+        idx = idx % size
+    elif size and mode == IndexMode.CLIP:
+        idx = np.clip(idx, 0, size - 1)
+    else:  # RAISE, and an empty array in every mode
         bad = (idx < -size) | (idx >= size)
         if bad.any():
             first = int(np.argmax(bad))
