@@ -318,6 +318,13 @@ def test_take(backend: str) -> None:
         gp.take(arr, gp.from_numpy(big), axis=1)
     with pytest.raises(ValueError, match="mode must be"):
         gp.take(arr, [0], mode="nearest")
+    empty = gp.zeros((0,))
+    for index in ([1], gp.from_numpy(np.array([1]))):
+        with pytest.raises(IndexError, match="non-empty take from an empty axes"):
+            gp.take(empty, index, mode="wrap")
+        with pytest.raises(IndexError, match="index 1 is out of bounds for axis 0 with size 0"):
+            gp.take(empty, index)
+    assert gp.take(empty, np.array([], np.int64), mode="clip").shape == (0,)
 
 
 def test_take_along_axis(backend: str) -> None:
