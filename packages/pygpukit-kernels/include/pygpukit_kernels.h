@@ -384,6 +384,82 @@ PGK_API int pgk_random_choice(int64_t* out, int64_t n, const double* cdf, int64_
                               int64_t last, uint64_t key, uint64_t counter, uint32_t stream_id,
                               void* stream);
 
+
+/* ---- advanced indexing (gather_scatter.cu) ----
+ *
+ * An index space (outer..., count, inner...) in C order over a strided view `base` (of `dtype`):
+ * element (p, m, q) is the element at byte offset
+ *     outer_offset(p) + sum_k resolve(index[k][m], index_size[k]) * index_stride[k] + inner_offset(q)
+ * from `base`, where outer_offset / inner_offset walk the outer / inner dims (shape and byte
+ * strides, outermost first, n_outer / n_inner of them, at most PGK_INDEX_MAX each) and index[k]
+ * are n_index C-contiguous int64 arrays of `count` elements (8-byte aligned).  resolve() by
+ * `mode`: PGK_INDEX_RAISE: v in [-size, size), negative counting from the end, anything else
+ * out of range (the element is skipped: a gather stores 0, a scatter/add writes nothing);
+ * PGK_INDEX_WRAP: v modulo size (non-negative); PGK_INDEX_CLIP: clipped into [0, size - 1]
+ * (an axis of size 0 has every index out of range, in every mode).
+ * `error` (NULL: not reported) is an 8-byte slot that the launcher first sets to -1 (stream
+ * ordered) and the kernel, for out-of-range indices, lowers to the smallest k * count + m.
+ * Strides are multiples of the element size and may be 0 or negative.  64-bit index math
+ * where the space has more than INT32_MAX elements.  Returns cudaErrorInvalidValue (1)
+ * without touching the device for bad arguments (unknown dtype or mode, counts out of range,
+ * negative sizes, null or misaligned pointers where there are elements). */
+#define PGK_INDEX_MAX 16
+enum { PGK_INDEX_RAISE = 0, PGK_INDEX_WRAP = 1, PGK_INDEX_CLIP = 2 };
+
+typedef struct pgk_index_desc {
+  void* base;
+  int32_t dtype, mode;
+  int32_t n_outer, n_inner, n_index, reserved;
+  int64_t count;
+  int64_t outer_shape[PGK_INDEX_MAX], outer_strides[PGK_INDEX_MAX];
+  int64_t inner_shape[PGK_INDEX_MAX], inner_strides[PGK_INDEX_MAX];
+  const int64_t* index[PGK_INDEX_MAX];
+  int64_t index_size[PGK_INDEX_MAX], index_stride[PGK_INDEX_MAX];
+} pgk_index_desc;
+
+/* out[i] = element i of the index space (out: C-contiguous, of desc->dtype). */
+PGK_API int pgk_index_gather(const pgk_index_desc* desc, void* out, int64_t* error,
+                             void* stream);
+/* element i of the index space = values[i] (values: C-contiguous, of desc->dtype, not
+ * overlapping the target).  Repeated destinations: one of the values wins (unspecified). */
+PGK_API int pgk_index_scatter(const pgk_index_desc* desc, const void* values, int64_t* error,
+                              void* stream);
+
+/* Deterministic scatter-add: element i of the index space += values[i], repeated destinations
+ * accumulating.  dtype PGK_FLOAT32, PGK_FLOAT64, PGK_INT32 or PGK_INT64 (integers wrap).  The
+ * destinations are sorted stably (CUB radix sort of their element offsets, positions as
+ * values), then each destination's values are summed in a fixed order: chunks of 2048 sorted
+ * elements, within a chunk each of 256 threads adds 8 consecutive elements in order and a
+ * cub::BlockScan combines the threads; a destination spanning chunks adds the chunks' partials
+ * in chunk order.  The order depends on the index pattern only: the same call gives the same
+ * bits on every run.  No atomics on the data; no memory allocated: `workspace` (256-byte
+ * aligned) of at least pgk_index_add_workspace_size() bytes. */
+PGK_API int pgk_index_add_workspace_size(const pgk_index_desc* desc, uint64_t* bytes);
+PGK_API int pgk_index_add(const pgk_index_desc* desc, const void* values, int64_t* error,
+                          void* workspace, uint64_t workspace_bytes, void* stream);
+
+/* Mask compaction (cub::DeviceSelect::Flagged): the elements of the contiguous x (n of dtype)
+ * whose flag byte is non-zero, in order, into out; with x NULL, their positions 0..n-1 as int64
+ * (nonzero).  The caller sizes out from the number of flags set (counted beforehand); the
+ * count CUB writes goes to the first 8 bytes of `workspace` (16-byte aligned, at least
+ * pgk_select_flagged_workspace_size(dtype, x == NULL, n) bytes). */
+PGK_API int pgk_select_flagged_workspace_size(int dtype, int positions, int64_t n,
+                                              uint64_t* bytes);
+PGK_API int pgk_select_flagged(const void* x, int dtype, const uint8_t* flags, int64_t n,
+                               void* out, void* workspace, uint64_t workspace_bytes,
+                               void* stream);
+
+/* *count = the number of non-zero bytes of flags[0, n) (the launcher zeroes it first; exact:
+ * integer atomics).  Sizes the result of a compaction. */
+PGK_API int pgk_count_flags(const uint8_t* flags, int64_t n, int64_t* count, void* stream);
+
+/* Coordinates of C-order flat indices in `shape` (ndim 1..PGK_MAX_DIMS): element d of flat[i]
+ * (resolved by `mode` against the total size, as above; `error` gets the smallest i out of
+ * range) at byte offset d * out_stride_dim + i * out_stride_i of out. */
+PGK_API int pgk_unravel_index(const int64_t* flat, int64_t count, int ndim, const int64_t* shape,
+                              int mode, int64_t* out, int64_t out_stride_dim,
+                              int64_t out_stride_i, int64_t* error, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,8 +80,13 @@ def test_header_declares_every_exported_launcher() -> None:
     for symbol in ("pgk_abi_version", "pgk_build_info", "pgk_add_f32", "pgk_copy", "pgk_fill",
                    "pgk_arange", "pgk_linspace", "pgk_binary", "pgk_unary", "pgk_where",
                    "pgk_reduce", "pgk_gemm", "pgk_gemm_workspace_size", "pgk_gemm_last_kernel",
-                   "pgk_random", "pgk_random_integers", "pgk_random_choice"):
+                   "pgk_random", "pgk_random_integers", "pgk_random_choice",
+                   "pgk_index_gather", "pgk_index_scatter", "pgk_index_add",
+                   "pgk_index_add_workspace_size", "pgk_select_flagged",
+                   "pgk_select_flagged_workspace_size", "pgk_unravel_index",
+                   "pgk_count_flags"):
         assert f"{symbol}(" in header
+    assert f"#define PGK_INDEX_MAX {pk.INDEX_MAX}" in header
 
 
 def test_header_dtype_codes_match_python() -> None:
@@ -98,7 +103,7 @@ def test_header_dtype_codes_match_python() -> None:
 _ENUMS = {"PGK_OP_": pk.BinaryOp, "PGK_UOP_": pk.UnaryOp, "PGK_RED_": pk.ReduceOp,
           "PGK_NORM_": pk.NormOp, "PGK_ACT_": pk.Activation, "PGK_PRECISION_": pk.Precision,
           "PGK_SORT_": pk.SortFlag, "PGK_SCAN_": pk.ScanOp,
-          "PGK_RAND_": pk.RandomDist}
+          "PGK_RAND_": pk.RandomDist, "PGK_INDEX_": pk.IndexMode}
 
 
 @pytest.mark.parametrize("prefix", sorted(_ENUMS))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pygpukit_kernels._build import (
     ABI_VERSION,
     DTYPE_CODES,
+    INDEX_MAX,
     MAX_DIMS,
     SMALL_BLOCK,
     SMALL_KERNELS,
@@ -18,6 +19,8 @@ from pygpukit_kernels._build import (
     BuildInfo,
     DType,
     GemmDesc,
+    IndexDesc,
+    IndexMode,
     NormOp,
     Precision,
     RandomDist,
@@ -38,6 +41,7 @@ __version__ = "0.3.0.dev0"
 __all__ = [
     "ABI_VERSION",
     "DTYPE_CODES",
+    "INDEX_MAX",
     "MAX_DIMS",
     "SMALL_BLOCK",
     "SMALL_KERNELS",
@@ -46,6 +50,8 @@ __all__ = [
     "BuildInfo",
     "DType",
     "GemmDesc",
+    "IndexDesc",
+    "IndexMode",
     "NormOp",
     "Precision",
     "RandomDist",

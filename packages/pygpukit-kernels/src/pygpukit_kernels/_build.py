@@ -275,6 +275,63 @@ _LAUNCHERS.update({
     "pgk_random_integers": [_VP, _INT, _I64, _U64, _U64, _U32, _I64, _U64, _VP],
     # out, n, cdf, ncat, last, key, counter, stream_id, stream
     "pgk_random_choice": [_VP, _I64, _VP, _I64, _I64, _U64, _U64, _U32, _VP],
+# ---- advanced indexing (gather_scatter.cu) ----
+
+#: Most outer / inner dims and index arrays of one ``pgk_index_desc`` (``PGK_INDEX_MAX``).
+INDEX_MAX = 16
+
+
+class IndexMode(enum.IntEnum):
+    """What an out-of-range index does (``PGK_INDEX_*``; NumPy's ``take`` modes)."""
+
+    RAISE = 0
+    WRAP = 1
+    CLIP = 2
+
+
+class IndexDesc(ctypes.Structure):
+    """``pgk_index_desc``: a gather / scatter / scatter-add over an index space.
+
+    Element ``(p, m, q)`` of the space ``(outer..., count, inner...)`` is at byte offset
+    ``outer(p) + sum_k index[k][m] * index_stride[k] + inner(q)`` from ``base``.  See
+    ``include/pygpukit_kernels.h``.
+    """
+
+    _fields_ = [
+        ("base", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32), ("mode", ctypes.c_int32),
+        ("n_outer", ctypes.c_int32), ("n_inner", ctypes.c_int32),
+        ("n_index", ctypes.c_int32), ("reserved", ctypes.c_int32),
+        ("count", ctypes.c_int64),
+        ("outer_shape", ctypes.c_int64 * INDEX_MAX),
+        ("outer_strides", ctypes.c_int64 * INDEX_MAX),
+        ("inner_shape", ctypes.c_int64 * INDEX_MAX),
+        ("inner_strides", ctypes.c_int64 * INDEX_MAX),
+        ("index", ctypes.c_void_p * INDEX_MAX),
+        ("index_size", ctypes.c_int64 * INDEX_MAX),
+        ("index_stride", ctypes.c_int64 * INDEX_MAX),
+    ]
+
+
+_INDEX_DESC_P = ctypes.POINTER(IndexDesc)
+_U64P = ctypes.POINTER(ctypes.c_uint64)
+_LAUNCHERS.update({
+    # desc, out, error, stream
+    "pgk_index_gather": [_INDEX_DESC_P, _VP, _VP, _VP],
+    # desc, values, error, stream
+    "pgk_index_scatter": [_INDEX_DESC_P, _VP, _VP, _VP],
+    # desc, bytes (out)
+    "pgk_index_add_workspace_size": [_INDEX_DESC_P, _U64P],
+    # desc, values, error, workspace, workspace_bytes, stream
+    "pgk_index_add": [_INDEX_DESC_P, _VP, _VP, _VP, ctypes.c_uint64, _VP],
+    # dtype, positions, n, bytes (out)
+    "pgk_select_flagged_workspace_size": [_INT, _INT, _I64, _U64P],
+    # x, dtype, flags, n, out, workspace, workspace_bytes, stream
+    "pgk_select_flagged": [_VP, _INT, _VP, _I64, _VP, _VP, ctypes.c_uint64, _VP],
+    # flags, n, count (out), stream
+    "pgk_count_flags": [_VP, _I64, _VP, _VP],
+    # flat, count, ndim, shape, mode, out, out_stride_dim, out_stride_i, error, stream
+    "pgk_unravel_index": [_VP, _I64, _INT, _I64P, _INT, _VP, _I64, _I64, _VP, _VP],
 })
 
 _PKG_DIR = Path(__file__).resolve().parent

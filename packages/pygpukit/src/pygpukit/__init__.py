@@ -23,7 +23,7 @@ from pygpukit._versions import check_siblings
 
 check_siblings(__version__)
 
-from pygpukit import _ops  # noqa: E402
+from pygpukit import _indexing, _ops  # noqa: E402
 from pygpukit import random as random  # noqa: E402  (gp.random.default_rng)
 from pygpukit._array import GPUArray  # noqa: E402
 from pygpukit._creation import (  # noqa: E402
@@ -68,6 +68,7 @@ from pygpukit._errors import (  # noqa: E402
     PyGPUkitError,
 )
 from pygpukit._graph import Graph, graph  # noqa: E402
+from pygpukit._indexing import *  # noqa: E402,F403
 from pygpukit._jit import BoundLaunch, JITKernel, JITModule, jit  # noqa: E402
 from pygpukit._linalg import (  # noqa: E402
     get_matmul_precision,
@@ -134,6 +135,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     *_ops.__all__,
+    *_indexing.__all__,
     "SUPPORTED_DTYPES",
     "AdmissionError",
     "BackendUnavailableError",

@@ -43,6 +43,10 @@ class _Hooks:
     argsort: Callable[..., GPUArray]
     cumsum: Callable[..., GPUArray]
     cumprod: Callable[..., GPUArray]
+    # advanced indexing (pygpukit._indexing)
+    getitem: Callable[[GPUArray, Any], GPUArray]
+    setitem: Callable[[GPUArray, Any, Any], None]
+    nonzero: Callable[[GPUArray], tuple[GPUArray, ...]]
 
 
 hooks = _Hooks()
@@ -139,11 +143,23 @@ class GPUArray:
         return GPUArray(self._rt, self._block, self._offset + offset, shape, strides, self.dtype)
 
     def __getitem__(self, key: Any) -> GPUArray:
-        shape, strides, offset = _layout.index_view(self.shape, self.strides, key)
+        try:
+            shape, strides, offset = _layout.index_view(self.shape, self.strides, key)
+        except _layout.AdvancedIndex:  # integer arrays, masks: a gather (a new array)
+            return hooks.getitem(self, key)
         return self._view(shape, strides, offset)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        hooks.assign(self[key], value)
+        try:
+            shape, strides, offset = _layout.index_view(self.shape, self.strides, key)
+        except _layout.AdvancedIndex:  # integer arrays, masks: a scatter
+            hooks.setitem(self, key, value)
+            return
+        hooks.assign(self._view(shape, strides, offset), value)
+
+    def nonzero(self) -> tuple[GPUArray, ...]:
+        """Indices of the non-zero elements, one int64 array per dimension (as NumPy)."""
+        return hooks.nonzero(self)
 
     def reshape(self, *shape: Any) -> GPUArray:
         """Return the array with a new shape: a view when NumPy would give one, else a copy.

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from pygpukit._allocator import CachingAllocator
     from pygpukit._array import GPUArray
+    from pygpukit._indexplan import IndexPlan
     from pygpukit._stream import Stream
 
 ENV_BACKEND = "PYGPUKIT_BACKEND"
@@ -121,6 +122,18 @@ class Runtime(Protocol):
                         span: int, stream: Stream) -> None: ...
     def random_choice(self, out: GPUArray, cdf: GPUArray, last: int, key: int, counter: int,
                       stream_id: int, stream: Stream) -> None: ...
+    # advanced indexing (layouts from pygpukit._indexing; see pygpukit._indexplan)
+    def index_gather(self, plan: IndexPlan, out: GPUArray, error: GPUArray | None,
+                     stream: Stream) -> None: ...
+    def index_scatter(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                      stream: Stream) -> None: ...
+    def index_add(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                  stream: Stream) -> None: ...
+    def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
+                       stream: Stream) -> None: ...
+    def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
+                      error: GPUArray | None, stream: Stream) -> None: ...
+    def count_flags(self, flags: GPUArray, out: GPUArray, stream: Stream) -> None: ...
 
 
 class Backend(Protocol):

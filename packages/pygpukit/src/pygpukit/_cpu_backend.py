@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pygpukit import _philox
+from pygpukit import _cpu_indexing
 from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
 from pygpukit._optable import BINARY, REDUCE, UNARY
@@ -24,6 +25,7 @@ from pygpukit_kernels import Activation, NormOp, ScanOp, SortFlag, UnaryOp
 
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray
+    from pygpukit._indexplan import IndexPlan
 
 
 class _HostMemory:
@@ -426,6 +428,35 @@ class CpuRuntime:
                       stream_id: int, stream: Stream) -> None:
         host_view(out).reshape(-1)[...] = _philox.categorical(host_view(cdf), last, out.size,
                                                               key, counter, stream_id)
+    # -- advanced indexing: the kernels' definitions in NumPy (pygpukit._cpu_indexing) ------
+    @_recordable
+    def index_gather(self, plan: IndexPlan, out: GPUArray, error: GPUArray | None,
+                     stream: Stream) -> None:
+        _cpu_indexing.gather(plan, out, error)
+
+    @_recordable
+    def index_scatter(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                      stream: Stream) -> None:
+        _cpu_indexing.scatter(plan, values, error)
+
+    @_recordable
+    def index_add(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                  stream: Stream) -> None:
+        _cpu_indexing.add(plan, values, error)
+
+    @_recordable
+    def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
+                       stream: Stream) -> None:
+        _cpu_indexing.select(x, flags, out)
+
+    @_recordable
+    def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
+                      error: GPUArray | None, stream: Stream) -> None:
+        _cpu_indexing.unravel(flat, shape, mode, out, error)
+
+    @_recordable
+    def count_flags(self, flags: GPUArray, out: GPUArray, stream: Stream) -> None:
+        _cpu_indexing.count(flags, out)
 
 
 def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activation: int) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 import pygpukit_driver as drv
 import pygpukit_kernels
+from pygpukit import _cuda_indexing
 from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
 from pygpukit._dtypes import kernel_code
@@ -28,6 +29,7 @@ from pygpukit._stream import Stream
 
 if TYPE_CHECKING:
     from pygpukit._array import GPUArray
+    from pygpukit._indexplan import IndexPlan
 
 
 class _Kernels:
@@ -379,6 +381,35 @@ class CudaRuntime:
                                             last, key, counter, stream_id,
                                             stream.launch_handle())
         self.kernels.check("pgk_random_choice", status)
+    # -- advanced indexing (pygpukit._cuda_indexing: gather_scatter.cu's launchers) ----------
+    def index_gather(self, plan: IndexPlan, out: GPUArray, error: GPUArray | None,
+                     stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.gather(self, plan, out, error, stream)
+
+    def index_scatter(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                      stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.scatter(self, plan, values, error, stream)
+
+    def index_add(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                  stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.add(self, plan, values, error, stream)
+
+    def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
+                       stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.select(self, x, flags, out, stream)
+
+    def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
+                      error: GPUArray | None, stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.unravel(self, flat, shape, mode, out, error, stream)
+
+    def count_flags(self, flags: GPUArray, out: GPUArray, stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.count(self, flags, out, stream)
 
     def copy_from_device(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         """Copy a contiguous array of another device into ``dst`` (same dtype and size).

@@ -166,6 +166,20 @@ def resolve_reshape(size: int, shape: Shape | tuple[int, ...]) -> Shape:
     return as_shape(tuple(dims))
 
 
+def _is_integer(item: Any) -> bool:
+    if isinstance(item, bool):
+        return False
+    try:
+        operator.index(item)
+    except TypeError:
+        return False
+    return True
+
+
+class AdvancedIndex(TypeError):  # noqa: N818 (a signal, caught by GPUArray.__getitem__)
+    """A key with advanced items (arrays, lists, masks, bools): not a view."""
+
+
 def index_view(
     shape: Shape, strides: Strides, key: Any
 ) -> tuple[Shape, Strides, int]:
@@ -177,8 +191,9 @@ def index_view(
     ------
     IndexError
         Out-of-range integers, too many indices, or more than one ellipsis.
-    TypeError
-        Advanced indexing (arrays, lists, booleans), which this version does not support.
+    AdvancedIndex
+        The key has an item that is not basic (an array, a list, a bool, ...): advanced
+        indexing, done by ``pygpukit._indexing``.
     """
     items = key if isinstance(key, tuple) else (key,)
     n_ellipsis = sum(1 for k in items if k is Ellipsis)
@@ -186,6 +201,9 @@ def index_view(
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(1 for k in items if k is not None and k is not Ellipsis)
     if consumed > len(shape):
+        if any(k is not None and k is not Ellipsis and not isinstance(k, slice)
+               and not _is_integer(k) for k in items):
+            raise AdvancedIndex("advanced index")
         raise IndexError(
             f"too many indices for array: array is {len(shape)}-dimensional, "
             f"but {consumed} were indexed"
@@ -213,13 +231,13 @@ def index_view(
             out_shape.append(length)
             out_strides.append(strides[dim] * step)
             dim += 1
-        elif isinstance(item, bool) or not hasattr(item, "__index__"):
-            raise TypeError(
-                f"only integers, slices (`:`), ellipsis (`...`) and None are valid indices; "
-                f"got {type(item).__name__} (advanced indexing is not supported yet)"
-            )
+        elif isinstance(item, bool):
+            raise AdvancedIndex("advanced index")
         else:
-            index = operator.index(item)
+            try:
+                index = operator.index(item)
+            except TypeError:  # arrays, lists, numpy.bool_, floats, ...
+                raise AdvancedIndex("advanced index") from None
             size = shape[dim]
             if not -size <= index < size:
                 raise IndexError(

@@ -12,7 +12,8 @@ from pygpukit import _array, _dlpack, _fastpath, _linalg, _small, _transfer
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import bfloat16, float16, float32, float64
 from pygpukit._fastpath import Kind, fast
-from pygpukit._math import binary, reduce, unary, where
+from pygpukit._indexing import where  # where(cond, a, b), and where(cond) == nonzero(cond)
+from pygpukit._math import binary, reduce, unary
 from pygpukit._optable import ROW_NORMS
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import copy_into, empty_on, touch
