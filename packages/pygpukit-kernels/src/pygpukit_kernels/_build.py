@@ -275,6 +275,9 @@ _LAUNCHERS.update({
     "pgk_random_integers": [_VP, _INT, _I64, _U64, _U64, _U32, _I64, _U64, _VP],
     # out, n, cdf, ncat, last, key, counter, stream_id, stream
     "pgk_random_choice": [_VP, _I64, _VP, _I64, _I64, _U64, _U64, _U32, _VP],
+})
+
+
 # ---- advanced indexing (gather_scatter.cu) ----
 
 #: Most outer / inner dims and index arrays of one ``pgk_index_desc`` (``PGK_INDEX_MAX``).
@@ -314,7 +317,6 @@ class IndexDesc(ctypes.Structure):
 
 
 _INDEX_DESC_P = ctypes.POINTER(IndexDesc)
-_U64P = ctypes.POINTER(ctypes.c_uint64)
 _LAUNCHERS.update({
     # desc, out, error, stream
     "pgk_index_gather": [_INDEX_DESC_P, _VP, _VP, _VP],
