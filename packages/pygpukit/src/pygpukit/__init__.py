@@ -104,6 +104,29 @@ from pygpukit._runtime import (  # noqa: E402
 )
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
+# NumPy protocols, the standard's functions, linear algebra on the GEMMs, the Array API namespace.
+from pygpukit import _array_api, _elementwise, _linalg_extra, _protocols  # noqa: E402,F401
+from pygpukit import array_api, linalg  # noqa: E402
+from pygpukit._array_api import (  # noqa: E402
+    __array_namespace_info__,
+    broadcast_arrays,
+    broadcast_to,
+    can_cast,
+    concat,
+    count_nonzero,
+    finfo,
+    iinfo,
+    isdtype,
+    meshgrid,
+    moveaxis,
+    permute_dims,
+    result_type,
+    unstack,
+)
+from pygpukit._einsum import einsum  # noqa: E402
+from pygpukit._elementwise import *  # noqa: E402,F403
+from pygpukit._linalg_extra import *  # noqa: E402,F403
+
 if TYPE_CHECKING:
     from pygpukit_driver import CudaError, CudaOutOfMemoryError
 
@@ -121,6 +144,11 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     *_ops.__all__,
+    *_elementwise.__all__,
+    *_linalg_extra.__all__,
+    "__array_namespace_info__", "array_api", "broadcast_arrays", "broadcast_to", "can_cast",
+    "concat", "count_nonzero", "einsum", "finfo", "iinfo", "isdtype", "linalg", "meshgrid",
+    "moveaxis", "permute_dims", "result_type", "unstack",
     "SUPPORTED_DTYPES",
     "AdmissionError",
     "BackendUnavailableError",

@@ -38,6 +38,11 @@ class _Hooks:
     small_binary: Callable[[str, Any, Any], GPUArray | None]
     unary: Callable[[str, GPUArray], GPUArray]
     reduce: Callable[..., GPUArray]
+    # NumPy's protocols (set by pygpukit._protocols) and the Array API namespace (by
+    # pygpukit.array_api).
+    array_ufunc: Callable[..., Any]
+    array_function: Callable[..., Any]
+    array_namespace: Callable[[GPUArray, str | None], Any]
 
 
 hooks = _Hooks()
@@ -66,8 +71,6 @@ class GPUArray:
     __slots__ = ("__weakref__", "_block", "_contig", "_offset", "_rt", "dtype", "shape",
                  "strides")
 
-    # NumPy must not turn a GPUArray into an object array behind the user's back.
-    __array_ufunc__ = None
     __array_priority__ = 100
 
     _rt: Runtime
@@ -266,6 +269,33 @@ class GPUArray:
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         return hooks.cuda_array_interface(self)
+
+    # NEP 13 / NEP 18: NumPy's ufuncs and functions run on the device through pygpukit's own
+    # functions (TypeError naming what is not implemented; never a copy to the host).
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return hooks.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return hooks.array_function(func, types, args, kwargs)
+
+    # -- the Array API standard (pygpukit.array_api) ---------------------------------------------
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The Array API namespace of these arrays, :mod:`pygpukit.array_api`."""
+        return hooks.array_namespace(self, api_version)
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> GPUArray:
+        """A copy on ``device`` (this array itself if it is there already)."""
+        if stream is not None:
+            raise ValueError("to_device: stream= is not supported; the copy runs on the "
+                             "current stream")
+        return hooks.to_device(self, device)
+
+    @property
+    def mT(self) -> GPUArray:  # noqa: N802 (the standard's name)
+        """The last two dimensions swapped (a view)."""
+        if self.ndim < 2:
+            raise ValueError(f"mT needs at least 2 dimensions; the array has {self.ndim}")
+        return self.swapaxes(-1, -2)
 
     # -- operators -----------------------------------------------------------------------------
     def __add__(self, other: object) -> GPUArray:
