@@ -96,7 +96,8 @@ def _promote(a: Any, b: Any) -> np.dtype[Any]:
     try:
         return np.dtype(np.result_type(a, b))
     except TypeError:
-        return np.dtype(np.multiply.resolve_dtypes((a, b, None))[-1])
+        key = type(b) if isinstance(b, (bool, int, float)) else b
+        return np.dtype(np.multiply.resolve_dtypes((a, key, None))[-1])
 
 
 def result_type(*arrays_and_dtypes: Any) -> np.dtype[Any]:
@@ -118,8 +119,8 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype[Any]:
     try:
         for dtype in dtypes[1:]:
             result = _promote(result, dtype)
-        for scalar in scalars:
-            result = _promote(result, type(scalar))
+        for scalar in scalars:  # the value itself: NumPy 2 treats Python scalars as weak
+            result = _promote(result, scalar)
     except TypeError:
         names = ", ".join(d.name for d in dtypes)
         raise TypeError(f"result_type: no common dtype for {names}") from None

@@ -264,8 +264,10 @@ def acosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 def atanh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])."""
     w, result = _unary_float("atanh", np.arctanh, x)
-    ratio = binary("divide", binary("multiply", w, 2.0), binary("subtract", 1.0, w))
-    return _finish(binary("multiply", unary("log1p", ratio), 0.5), result, out)
+    a = unary("absolute", w)  # odd: the ratio is >= 0, where log1p keeps its accuracy
+    ratio = binary("divide", binary("multiply", a, 2.0), binary("subtract", 1.0, a))
+    r = binary("multiply", unary("log1p", ratio), 0.5)
+    return _finish(_neg_if(_sign_bit(w), r), result, out)
 
 
 def _half_exp_squared(a: GPUArray) -> GPUArray:
