@@ -6,6 +6,7 @@
     nox -s demo         build, install `pygpukit` (driver only), `python -m pygpukit info`, demo
     nox -s gpu_prepare  stage wheels for the lent GPU machine in .gpu/ (see docs/gpu-tier.md)
     nox -s gpu          the GPU tier, on a machine with a GPU (runs ci/gpu-check)
+    nox -s array_api    the Array API test suite on the CPU backend (needs ARRAY_API_TESTS_DIR)
 """
 
 from __future__ import annotations
@@ -373,3 +374,51 @@ def release(session: nox.Session) -> None:
                         env={"PYGPUKIT_BACKEND": "cpu"}, external=True)
     session.run("python", "ci/release/glibc_floor.py", str(RELEASE))
     session.log(f"release ready in {RELEASE}: {len(built)} wheels, {len(sdists)} sdists")
+
+
+# -- the Array API standard's test suite (not part of CI) ----------------------------------------
+ARRAY_API_RESULT = ROOT / "benchmarks" / "results" / "array-api-cpu.json"
+
+
+@nox.session
+def array_api(session: nox.Session) -> None:
+    """data-apis/array-api-tests against ``pygpukit.array_api`` on the CPU backend.
+
+    Needs a checkout of the suite with its ``array-api`` submodule in ``$ARRAY_API_TESTS_DIR``.
+    Writes the pass/fail counts and each failing test with a one-line reason to
+    benchmarks/results/array-api-cpu.json.  Extra arguments go to pytest (default
+    ``--max-examples 10``), e.g. ``nox -s array_api -- --max-examples 10 -k elementwise``.
+    """
+    suite = Path(os.environ.get("ARRAY_API_TESTS_DIR", "")).expanduser()
+    if not os.environ.get("ARRAY_API_TESTS_DIR") or not (suite / "array_api_tests").is_dir() \
+            or not (suite / "array-api" / "spec").is_dir():
+        session.error(
+            "set ARRAY_API_TESTS_DIR to a checkout of the Array API test suite with its "
+            "submodule, e.g.\n  git clone --recurse-submodules "
+            "https://github.com/data-apis/array-api-tests /tmp/array-api-tests\n"
+            "  ARRAY_API_TESTS_DIR=/tmp/array-api-tests bash ci/nox -s array_api\n"
+            "(the 'array-api' folder inside must hold the spec: git submodule update --init)")
+    wheels = build_wheels(session)
+    install_wheels(session, wheels, extras="")
+    session.install("-r", str(suite / "requirements.txt"))
+
+    def git(folder: Path) -> str:
+        probe = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"],
+                               capture_output=True, text=True, check=False)
+        return probe.stdout.strip() if probe.returncode == 0 else "unknown"
+
+    env = {
+        "ARRAY_API_TESTS_MODULE": "pygpukit.array_api",
+        "ARRAY_API_TESTS_SKIP_DTYPES": "complex64,complex128",  # PyGPUkit holds no complex
+        "PYGPUKIT_BACKEND": "cpu",
+        "PYTHONPATH": str(ROOT / "ci"),  # the report plugin; pygpukit comes from the wheels
+        "ARRAY_API_REPORT": str(ARRAY_API_RESULT),
+        "ARRAY_API_TESTS_COMMIT": git(suite),
+        "PYGPUKIT_COMMIT": git(ROOT),
+    }
+    args = session.posargs or ["--max-examples", "10"]
+    with session.chdir(suite):
+        session.run("python", "-m", "pytest", "array_api_tests", "-p", "array_api_report",
+                    "-p", "no:cacheprovider", "-q", "--disable-warnings", *args, env=env,
+                    success_codes=[0, 1])
+    session.log(f"results: {ARRAY_API_RESULT}")

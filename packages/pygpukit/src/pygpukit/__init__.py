@@ -104,9 +104,12 @@ from pygpukit._runtime import (  # noqa: E402
 )
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
-# NumPy protocols, the standard's functions, linear algebra on the GEMMs, the Array API namespace.
-from pygpukit import _array_api, _elementwise, _linalg_extra, _protocols  # noqa: E402,F401
-from pygpukit import array_api, linalg  # noqa: E402
+if TYPE_CHECKING:
+    from pygpukit_driver import CudaError, CudaOutOfMemoryError
+
+# NumPy protocols (NEP 13/18), the standard's functions, linear algebra on the GEMMs, einsum, and
+# the Array API namespace (pygpukit.array_api).
+from pygpukit import _elementwise, _linalg_extra, _protocols, array_api, linalg  # noqa: E402,F401
 from pygpukit._array_api import (  # noqa: E402
     __array_namespace_info__,
     broadcast_arrays,
@@ -126,9 +129,6 @@ from pygpukit._array_api import (  # noqa: E402
 from pygpukit._einsum import einsum  # noqa: E402
 from pygpukit._elementwise import *  # noqa: E402,F403
 from pygpukit._linalg_extra import *  # noqa: E402,F403
-
-if TYPE_CHECKING:
-    from pygpukit_driver import CudaError, CudaOutOfMemoryError
 
 # Loading the driver library is deferred until these are asked for.
 _LAZY_FROM_DRIVER = ("CudaError", "CudaOutOfMemoryError")

@@ -43,6 +43,7 @@ class _Hooks:
     array_ufunc: Callable[..., Any]
     array_function: Callable[..., Any]
     array_namespace: Callable[[GPUArray, str | None], Any]
+    shift: Callable[[str, Any, Any, GPUArray | None], GPUArray]  # by pygpukit._elementwise
 
 
 hooks = _Hooks()
@@ -290,6 +291,33 @@ class GPUArray:
                              "current stream")
         return hooks.to_device(self, device)
 
+    def __lshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_left_shift", self, other)
+
+    def __rlshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_left_shift", other, self)
+
+    def __ilshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_left_shift", self, other, out=self)
+
+    def __rshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_right_shift", self, other)
+
+    def __rrshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_right_shift", other, self)
+
+    def __irshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_right_shift", self, other, out=self)
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu" or self.ndim != 0:
+            raise TypeError("only 0-d integer arrays can be converted to an index; got "
+                            f"shape {self.shape} and dtype {self.dtype.name}")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
     @property
     def mT(self) -> GPUArray:  # noqa: N802 (the standard's name)
         """The last two dimensions swapped (a view)."""
@@ -534,6 +562,12 @@ def _binop(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUA
     if not isinstance(a, _OPERAND_TYPES) or not isinstance(b, _OPERAND_TYPES):
         return NotImplemented  # type: ignore[no-any-return]
     return hooks.binary(name, a, b, out)
+
+
+def _shift(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUArray:
+    if not isinstance(a, _OPERAND_TYPES) or not isinstance(b, _OPERAND_TYPES):
+        return NotImplemented  # type: ignore[no-any-return]
+    return hooks.shift(name, a, b, out)
 
 
 def _reduce(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float = 0) -> GPUArray:

@@ -1,6 +1,7 @@
-"""The Array API standard's (2024.12) functions whose signature or semantics differ from
-PyGPUkit's NumPy-like ones: data type functions, creation with ``device=``, manipulation,
-statistics with ``dtype=`` / ``correction=``, and the inspection namespace.
+"""The Array API standard's (2024.12) functions that differ from PyGPUkit's NumPy-like ones.
+
+Data type functions, creation with ``device=``, manipulation, statistics with ``dtype=`` /
+``correction=``, and the inspection namespace.
 
 The namespace users get from ``x.__array_namespace__()`` is :mod:`pygpukit.array_api`; it takes
 these and PyGPUkit's own functions where those conform already.  Everything runs on the device
@@ -69,9 +70,12 @@ def _dtype_of(value: Any, argument: str) -> np.dtype[Any]:
 
 
 def isdtype(dtype: Any, kind: Any) -> bool:
-    """Whether ``dtype`` is of ``kind``: a kind name (``"bool"``, ``"signed integer"``,
-    ``"unsigned integer"``, ``"integral"``, ``"real floating"``, ``"complex floating"``,
-    ``"numeric"``), a dtype, or a tuple of those."""
+    """Whether ``dtype`` is of ``kind``.
+
+    ``kind`` is a kind name (``"bool"``, ``"signed integer"``, ``"unsigned integer"``,
+    ``"integral"``, ``"real floating"``, ``"complex floating"``, ``"numeric"``), a dtype, or a
+    tuple of those.
+    """
     if not isinstance(dtype, np.dtype) or dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"isdtype: dtype must be a dtype of PyGPUkit; got {dtype!r}")
     kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -159,11 +163,11 @@ class iinfo_object:  # noqa: N801 (the standard's name)
     dtype: np.dtype[Any]
 
 
-def finfo(type: Any, /) -> finfo_object:  # noqa: A002 (the standard's name)
+def finfo(type: Any, /) -> finfo_object:
     """Machine limits of a floating dtype (or of an array's dtype)."""
     dtype = _dtype_of(type, "type")
     if dtype == bfloat16:
-        info: Any = ml_dtypes.finfo(bfloat16)
+        info: Any = ml_dtypes.finfo(bfloat16)  # type: ignore[no-untyped-call]
     elif dtype.kind == "f":
         info = np.finfo(dtype)
     else:
@@ -172,7 +176,7 @@ def finfo(type: Any, /) -> finfo_object:  # noqa: A002 (the standard's name)
                         float(info.smallest_normal), dtype)
 
 
-def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 (the standard's name)
+def iinfo(type: Any, /) -> iinfo_object:
     """Limits of an integer dtype (or of an array's dtype)."""
     dtype = _dtype_of(type, "type")
     if dtype.kind not in "iu":
@@ -182,8 +186,10 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 (the standard's name)
 
 
 def astype(x: GPUArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> GPUArray:
-    """``x`` converted to ``dtype`` (and moved to ``device``); ``copy=False`` returns ``x``
-    itself when nothing changes."""
+    """``x`` converted to ``dtype`` (and moved to ``device``).
+
+    ``copy=False`` returns ``x`` itself when nothing changes.
+    """
     if not isinstance(x, GPUArray):
         raise TypeError(f"astype: x must be a GPUArray; got {type(x).__name__}")
     if device is not None:
@@ -191,16 +197,19 @@ def astype(x: GPUArray, dtype: Any, /, *, copy: bool = True, device: Any = None)
     return x.astype(dtype, copy=copy)
 
 
-# -- creation ----------------------------------------------------------------------------------------
+# -- creation --------------------------------------------------------------------------------------
 def _float_default(dtype: Any) -> Any:
     return float32 if dtype is None else dtype
 
 
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             copy: bool | None = None) -> GPUArray:
-    """Convert ``obj`` (array, DLPack / CUDA array interface object, NumPy array, nested
-    sequence, scalar) to an array: ``copy=True`` always copies, ``copy=False`` never (raises
-    ValueError when it would have to), ``None`` copies only when needed."""
+    """Convert ``obj`` to an array.
+
+    ``obj``: a GPUArray, a DLPack / CUDA array interface object, a NumPy array, a nested
+    sequence (of scalars or arrays) or a scalar.  ``copy=True`` always copies, ``copy=False``
+    never (ValueError when it would have to), ``None`` copies only when needed.
+    """
     if isinstance(obj, GPUArray):
         target = obj.dtype if dtype is None else normalize_dtype(dtype)
         moves = device is not None and runtime_for(device) is not obj._rt
@@ -345,7 +354,7 @@ def meshgrid(*arrays: GPUArray, indexing: str = "xy") -> list[GPUArray]:
     return out
 
 
-# -- manipulation ------------------------------------------------------------------------------------
+# -- manipulation ----------------------------------------------------------------------------------
 def broadcast_to(x: GPUArray, /, shape: Any) -> GPUArray:
     """A read-only-in-spirit view of ``x`` broadcast to ``shape`` (stride 0 where repeated)."""
     target = _layout.as_shape(shape)
@@ -425,7 +434,7 @@ def unstack(x: GPUArray, /, *, axis: int = 0) -> tuple[GPUArray, ...]:
     return tuple(moved[i] for i in range(moved.shape[0]))
 
 
-# -- statistics, utility, searching -------------------------------------------------------------------
+# -- statistics, utility, searching ----------------------------------------------------------------
 def _summed(name: str, x: GPUArray, axis: Any, dtype: Any, keepdims: bool) -> GPUArray:
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
@@ -438,7 +447,7 @@ def _summed(name: str, x: GPUArray, axis: Any, dtype: Any, keepdims: bool) -> GP
     return reduce(name, x, axis, keepdims)
 
 
-def sum(x: GPUArray, /, *, axis: Any = None, dtype: Any = None,  # noqa: A001
+def sum(x: GPUArray, /, *, axis: Any = None, dtype: Any = None,
         keepdims: bool = False) -> GPUArray:
     """Sum over ``axis``, accumulated and returned in ``dtype`` if given."""
     return _summed("sum", x, axis, dtype, keepdims)
@@ -469,7 +478,7 @@ def count_nonzero(x: GPUArray, /, *, axis: Any = None, keepdims: bool = False) -
     return reduce("sum", binary("not_equal", x, 0), axis, keepdims)
 
 
-def clip(x: GPUArray, /, min: Any = None, max: Any = None) -> GPUArray:  # noqa: A002
+def clip(x: GPUArray, /, min: Any = None, max: Any = None) -> GPUArray:
     """``x`` limited to ``[min, max]`` (either may be None), keeping ``x``'s dtype."""
     if not isinstance(x, GPUArray):
         raise TypeError(f"clip: x must be a GPUArray; got {type(x).__name__}")
@@ -479,15 +488,27 @@ def clip(x: GPUArray, /, min: Any = None, max: Any = None) -> GPUArray:  # noqa:
     return result if result.dtype == x.dtype else result.astype(x.dtype)
 
 
-# -- inspection ---------------------------------------------------------------------------------------
+def round(x: GPUArray, /) -> GPUArray:
+    """Round to the nearest integer, halves to even; integers are returned as a copy."""
+    from pygpukit._ops import round as _round
+
+    if isinstance(x, GPUArray) and x.dtype.kind in "iu":
+        return x.copy()
+    return _round(x)
+
+
+# -- inspection ------------------------------------------------------------------------------------
 class Info:
     """What ``pygpukit.__array_namespace_info__()`` returns: the library's capabilities."""
 
     __module__ = "pygpukit"
 
     def capabilities(self) -> dict[str, Any]:
-        """Boolean indexing and data-dependent shapes (present once ``nonzero`` is), max
-        dimensions (the kernels' limit, 16)."""
+        """Boolean indexing, data-dependent shapes and max dimensions.
+
+        The first two are present once ``nonzero`` is; max dimensions is the kernels'
+        limit, 16.
+        """
         dynamic = hasattr(sys.modules.get("pygpukit"), "nonzero")
         return {"boolean indexing": dynamic, "data-dependent shapes": dynamic,
                 "max dimensions": 16}
@@ -511,7 +532,7 @@ class Info:
         return {name: dt for name, dt in STANDARD_DTYPES.items() if isdtype(dt, kind)}
 
 
-def __array_namespace_info__() -> Info:
+def __array_namespace_info__() -> Info:  # noqa: N807 (the standard's name)
     """The Array API inspection namespace (capabilities, devices, dtypes)."""
     return Info()
 
@@ -525,6 +546,6 @@ __all__ = [
     "broadcast_arrays", "broadcast_to", "can_cast", "clip", "concat", "count_nonzero", "e",
     "empty", "empty_like", "expand_dims", "eye", "finfo", "from_dlpack", "full", "full_like",
     "iinfo", "inf", "isdtype", "linspace", "meshgrid", "moveaxis", "nan", "newaxis", "ones",
-    "ones_like", "permute_dims", "pi", "prod", "reshape", "result_type", "squeeze", "std", "sum",
-    "unstack", "var", "zeros", "zeros_like",
+    "ones_like", "permute_dims", "pi", "prod", "reshape", "result_type", "round", "squeeze",
+    "std", "sum", "unstack", "var", "zeros", "zeros_like",
 ]

@@ -34,13 +34,15 @@ from typing import Any
 
 import numpy as np
 
+from pygpukit import _array
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64
 from pygpukit._math import _scalar_key, binary, unary, where
 from pygpukit._transfer import copy_into, empty_on, fill
 
 _HALF = (float16, bfloat16)
-_INT_OF_SIZE = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+_INT_OF_SIZE: dict[int, np.dtype[Any]] = {2: np.dtype(np.int16), 4: np.dtype(np.int32),
+                                           8: np.dtype(np.int64)}
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -53,7 +55,7 @@ def _check(name: str, x: Any) -> GPUArray:
 def _resolve(name: str, ufunc: Any, keys: tuple[Any, ...]) -> np.dtype[Any]:
     """NumPy's result dtype of ``ufunc`` over operand keys (dtypes or weak scalar types)."""
     try:
-        result = np.dtype(ufunc.resolve_dtypes((*keys, None))[-1])
+        result: np.dtype[Any] = np.dtype(ufunc.resolve_dtypes((*keys, None))[-1])
     except TypeError:
         names = ", ".join(k.name if isinstance(k, np.dtype) else f"Python {k.__name__}"
                           for k in keys)
@@ -164,7 +166,7 @@ def _polyval(z: GPUArray, coeffs: tuple[float, ...], leading_one: bool = False) 
 
 
 def _atan_work(x: GPUArray) -> GPUArray:
-    """atan of a float32 / float64 array (Cephes' atanf / atan reductions)."""
+    """Atan of a float32 / float64 array (Cephes' atanf / atan reductions)."""
     a = unary("absolute", x)
     f64 = x.dtype == float64
     big = binary("greater", a, 2.414213562373095)
@@ -473,7 +475,7 @@ def bitwise_right_shift(x1: Any, x2: Any, *, out: GPUArray | None = None) -> GPU
     return _finish(shifted, result, out)
 
 
-def pow(x1: Any, x2: Any, *, out: GPUArray | None = None) -> GPUArray:  # noqa: A001
+def pow(x1: Any, x2: Any, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise ``x1 ** x2`` (the standard's name for :func:`pygpukit.power`)."""
     return binary("power", x1, x2, out)
 
@@ -482,6 +484,14 @@ def bitwise_invert(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise ``~x`` (the standard's name for :func:`pygpukit.invert`)."""
     return unary("invert", x, out)
 
+
+def _shift_operator(name: str, x1: Any, x2: Any, out: GPUArray | None) -> GPUArray:
+    """``<<`` / ``>>`` (and their reflected and in-place forms) of GPUArray."""
+    shift = bitwise_left_shift if name == "bitwise_left_shift" else bitwise_right_shift
+    return shift(x1, x2, out=out)
+
+
+_array.hooks.shift = _shift_operator
 
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2
 arccosh, arcsinh, arctanh = acosh, asinh, atanh

@@ -102,14 +102,16 @@ def tensordot(a: GPUArray, b: GPUArray, axes: Any = 2) -> GPUArray:
         except (TypeError, ValueError):
             raise TypeError("tensordot: axes must be an int or a pair of sequences of ints; "
                             f"got {axes!r}") from None
-        axes_a = [first] if isinstance(first, (int, np.integer)) else list(first)
-        axes_b = [second] if isinstance(second, (int, np.integer)) else list(second)
+        axes_a = [int(first)] if isinstance(first, (int, np.integer)) else list(first)
+        axes_b = [int(second)] if isinstance(second, (int, np.integer)) else list(second)
     return _contract("tensordot", a, b, axes_a, axes_b)
 
 
 def dot(a: GPUArray, b: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """NumPy's ``dot``: inner product of vectors, matrix product, or a sum product over the
-    last axis of ``a`` and the second-to-last of ``b``."""
+    """NumPy's ``dot``: the inner product of vectors, the matrix product of matrices.
+
+    In general a sum product over the last axis of ``a`` and the second-to-last of ``b``.
+    """
     a = _array("dot", a, "a")
     b = _array("dot", b, "b")
     if a.ndim == 0 or b.ndim == 0:
@@ -177,8 +179,8 @@ def diagonal(x: GPUArray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> GP
     start1, start2 = builtins.max(-offset, 0), builtins.max(offset, 0)
     length = builtins.max(0, builtins.min(n1 - start1, n2 - start2))
     keep = [d for d in range(x.ndim) if d not in (a1, a2)]
-    shape = tuple(x.shape[d] for d in keep) + (length,)
-    strides = tuple(x.strides[d] for d in keep) + (x.strides[a1] + x.strides[a2],)
+    shape = (*(x.shape[d] for d in keep), length)
+    strides = (*(x.strides[d] for d in keep), x.strides[a1] + x.strides[a2])
     begin = (start1 * x.strides[a1] + start2 * x.strides[a2]) if length else 0
     return GPUArray(x._rt, x._block, x._offset + begin, shape, strides, x.dtype)
 
@@ -240,7 +242,9 @@ def vecdot(x1: GPUArray, x2: GPUArray, /, *, axis: int = -1) -> GPUArray:
     if lengths[0] != lengths[1]:
         raise ValueError(f"vecdot: the contracted dims differ ({lengths[0]} and {lengths[1]}); "
                          "they must be equal, not broadcast")
-    return reduce("sum", binary("multiply", x1, x2), axis)
+    result = reduce("sum", binary("multiply", x1, x2), axis)
+    dtype = _product_dtype("vecdot", x1, x2)  # integer sums come in int64
+    return result if result.dtype == dtype else result.astype(dtype)
 
 
 # -- norms -----------------------------------------------------------------------------------------
@@ -256,7 +260,7 @@ def _half_back(x: GPUArray, result: GPUArray) -> GPUArray:
     return result.astype(x.dtype) if x.dtype in (float16, bfloat16) else result
 
 
-def _vector_norm(x: GPUArray, ord: Any, axis: Any, keepdims: bool) -> GPUArray:  # noqa: A002
+def _vector_norm(x: GPUArray, ord: Any, axis: Any, keepdims: bool) -> GPUArray:
     x = _float_of(x)
     a = unary("absolute", x)
     if ord is None or ord == 2:
@@ -275,7 +279,7 @@ def _vector_norm(x: GPUArray, ord: Any, axis: Any, keepdims: bool) -> GPUArray: 
     return binary("power", reduce("sum", powered, axis, keepdims), 1.0 / p)
 
 
-def _matrix_norm(x: GPUArray, ord: Any, axes: tuple[int, int],  # noqa: A002
+def _matrix_norm(x: GPUArray, ord: Any, axes: tuple[int, int],
                  keepdims: bool) -> GPUArray:
     x = _float_of(x)
     r, c = axes
@@ -298,7 +302,7 @@ def _matrix_norm(x: GPUArray, ord: Any, axes: tuple[int, int],  # noqa: A002
     return result.squeeze(axes)
 
 
-def norm(x: GPUArray, ord: Any = None, axis: Any = None,  # noqa: A002
+def norm(x: GPUArray, ord: Any = None, axis: Any = None,
          keepdims: bool = False) -> GPUArray:
     """Vector or matrix norm (NumPy's ``linalg.norm``).
 
@@ -311,7 +315,7 @@ def norm(x: GPUArray, ord: Any = None, axis: Any = None,  # noqa: A002
     return _half_back(x, _norm(x, ord, axis, keepdims))
 
 
-def _norm(x: GPUArray, ord: Any, axis: Any, keepdims: bool) -> GPUArray:  # noqa: A002
+def _norm(x: GPUArray, ord: Any, axis: Any, keepdims: bool) -> GPUArray:
     if axis is None:
         if ord is None:
             flat = x.reshape(-1)
@@ -335,7 +339,7 @@ def _norm(x: GPUArray, ord: Any, axis: Any, keepdims: bool) -> GPUArray:  # noqa
 
 
 def vector_norm(x: GPUArray, /, *, axis: Any = None, keepdims: bool = False,
-                ord: Any = 2) -> GPUArray:  # noqa: A002
+                ord: Any = 2) -> GPUArray:
     """The standard's ``linalg.vector_norm``: a vector norm over ``axis`` (None: all)."""
     x = _array("vector_norm", x, "x")
     if isinstance(ord, str):
@@ -347,7 +351,7 @@ def vector_norm(x: GPUArray, /, *, axis: Any = None, keepdims: bool = False,
 
 
 def matrix_norm(x: GPUArray, /, *, keepdims: bool = False,
-                ord: Any = "fro") -> GPUArray:  # noqa: A002
+                ord: Any = "fro") -> GPUArray:
     """The standard's ``linalg.matrix_norm`` over the last two dims ('nuc'/2/-2: no SVD)."""
     x = _array("matrix_norm", x, "x")
     if x.ndim < 2:

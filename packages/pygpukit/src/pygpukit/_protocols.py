@@ -56,9 +56,9 @@ def _reject(what: str, **given: tuple[Any, Any]) -> None:
 # -- ufuncs ----------------------------------------------------------------------------------------
 def _ufunc_table() -> dict[str, Callable[..., Any]]:
     table: dict[str, Callable[..., Any]] = {}
-    for spec in (*BINARY, *UNARY):
-        if isinstance(getattr(np, spec.name, None), np.ufunc) and hasattr(_ops, spec.name):
-            table[getattr(np, spec.name).__name__] = getattr(_ops, spec.name)
+    for name in (*(s.name for s in BINARY), *(s.name for s in UNARY)):
+        if isinstance(getattr(np, name, None), np.ufunc) and hasattr(_ops, name):
+            table[getattr(np, name).__name__] = getattr(_ops, name)
     table.update({
         "arccos": _elementwise.acos, "arccosh": _elementwise.acosh,
         "arcsin": _elementwise.asin, "arcsinh": _elementwise.asinh,
@@ -204,7 +204,7 @@ def _where(condition: Any, *values: Any) -> Any:
 
 
 def _clip(a: GPUArray, a_min: Any = None, a_max: Any = None, out: Any = None, *,
-          min: Any = None, max: Any = None) -> GPUArray:  # noqa: A002
+          min: Any = None, max: Any = None) -> GPUArray:
     lo = a_min if min is None else min
     hi = a_max if max is None else max
     return _ops.clip(a, lo, hi, out=out)
@@ -250,7 +250,8 @@ def _like(name: str) -> Callable[..., GPUArray]:
         dev = a._rt.index if device is None else device
         if name == "full_like":
             return _array_api.full(target, fill_value, dtype=dt, device=dev)
-        return getattr(_array_api, name.removesuffix("_like"))(target, dtype=dt, device=dev)
+        make: Callable[..., GPUArray] = getattr(_array_api, name.removesuffix("_like"))
+        return make(target, dtype=dt, device=dev)
     return adapter
 
 
@@ -284,8 +285,10 @@ def _size(a: GPUArray, axis: Any = None) -> int:
 
 def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> GPUArray:
-    """NumPy's ``isclose``: ``|a - b| <= atol + rtol * |b|``, infinities equal only to
-    themselves, NaNs equal to each other when ``equal_nan``."""
+    """NumPy's ``isclose``: ``|a - b| <= atol + rtol * |b|``.
+
+    Infinities are close only to themselves, NaNs to each other when ``equal_nan``.
+    """
     close = _ops.less_equal(_ops.absolute(_ops.subtract(a, b)),
                             _ops.add(_ops.multiply(_ops.absolute(b), rtol), atol)
                             if isinstance(b, GPUArray) else atol + rtol * abs(b))

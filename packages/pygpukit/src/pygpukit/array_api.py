@@ -61,6 +61,7 @@ from pygpukit._array_api import (
     prod,
     reshape,
     result_type,
+    round,
     squeeze,
     std,
     sum,
@@ -69,7 +70,7 @@ from pygpukit._array_api import (
     zeros,
     zeros_like,
 )
-from pygpukit._dtypes import bool_ as bool  # noqa: A004 (the standard's name)
+from pygpukit._dtypes import bool_ as bool
 from pygpukit._dtypes import float32, float64, int8, int16, int32, int64, uint8
 from pygpukit._elementwise import (
     acos,
@@ -142,7 +143,6 @@ from pygpukit._ops import (
     not_equal,
     reciprocal,
     remainder,
-    round,
     sign,
     sin,
     sqrt,

@@ -13,8 +13,8 @@ from typing import Any
 
 from pygpukit._array import GPUArray
 from pygpukit._linalg import matmul
-from pygpukit._linalg_extra import matrix_norm, matrix_transpose, norm, outer, tensordot, vecdot
 from pygpukit._linalg_extra import diagonal as _diagonal
+from pygpukit._linalg_extra import matrix_norm, matrix_transpose, norm, outer, tensordot, vecdot
 from pygpukit._linalg_extra import trace as _trace
 
 
@@ -29,7 +29,7 @@ def diagonal(x: GPUArray, /, *, offset: int = 0) -> GPUArray:
 
 
 def vector_norm(x: GPUArray, /, *, axis: Any = None, keepdims: bool = False,
-                ord: Any = 2) -> GPUArray:  # noqa: A002
+                ord: Any = 2) -> GPUArray:
     """Vector norm over ``axis`` (all dims when None): ``ord`` 2, 1, inf, -inf, 0 or any p."""
     from pygpukit._linalg_extra import vector_norm as _vector_norm
 
