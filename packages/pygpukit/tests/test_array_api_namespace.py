@@ -154,3 +154,35 @@ def test_deferred_names_are_looked_up_when_present(monkeypatch: Any) -> None:
     monkeypatch.delitem(vars(xp), "take", raising=False)
     assert xp.__getattr__("take") is sentinel
     monkeypatch.delitem(vars(xp), "take", raising=False)
+
+
+def test_standard_semantics_where_numpy_differs(backend: str) -> None:
+    x = xp.asarray(np.array([np.inf, -np.inf, 3.0, -3.0, 3.0, 7.0, np.inf, np.nan]))
+    y = xp.asarray(np.array([2.0, 2.0, -np.inf, np.inf, np.inf, 2.0, np.inf, 1.0]))
+    got = xp.floor_divide(x, y).to_numpy()
+    want = np.array([np.inf, -np.inf, -0.0, -0.0, 0.0, 3.0, np.nan, np.nan])
+    np.testing.assert_array_equal(got, want)
+    zeros = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]))
+    ints = xp.asarray([7, -7])
+    assert xp.floor_divide(ints, 2).to_numpy().tolist() == [3, -4]
+    r = xp.round(xp.asarray([3, -2], dtype=xp.int16))
+    assert r.dtype == xp.int16 and r.to_numpy().tolist() == [3, -2]
+    v = xp.vecdot(xp.asarray([[1, 2]], dtype=xp.int8), xp.asarray([3, 4], dtype=xp.int8))
+    assert v.dtype == xp.int8 and v.to_numpy().tolist() == [11]
+
+
+def test_operators_of_the_standard(backend: str) -> None:
+    a = xp.asarray([1, -8, 5], dtype=xp.int16)
+    assert (a << 2).to_numpy().tolist() == [4, -32, 20]
+    assert (a >> 1).to_numpy().tolist() == [0, -4, 2]
+    assert (1 << xp.asarray([3], dtype=xp.int8)).to_numpy().tolist() == [8]
+    b = xp.asarray([1, 2], dtype=xp.int32)
+    b <<= 3
+    assert b.to_numpy().tolist() == [8, 16]
+    b >>= 2
+    assert b.to_numpy().tolist() == [2, 4]
+    assert [10, 20, 30][xp.asarray(2)] == 30
+    with pytest.raises(TypeError, match="0-d integer"):
+        [1][xp.asarray(0.0)]  # type: ignore[index]
+    assert complex(xp.asarray(2.5)) == 2.5 + 0j

@@ -488,6 +488,24 @@ def clip(x: GPUArray, /, min: Any = None, max: Any = None) -> GPUArray:
     return result if result.dtype == x.dtype else result.astype(x.dtype)
 
 
+def floor_divide(x1: Any, x2: Any, /) -> GPUArray:
+    """``floor(x1 / x2)`` elementwise, with the standard's infinities.
+
+    NumPy (and :func:`pygpukit.floor_divide`) give NaN for an infinite dividend and -1 / 0 for
+    an infinite divisor; the standard asks ``x1 / x2`` there (an infinity, a signed zero).
+    Floating operands cost three more passes for that.
+    """
+    from pygpukit._math import unary, where
+
+    result = binary("floor_divide", x1, x2)
+    if result.dtype.kind != "f" and result.dtype != bfloat16:
+        return result
+    a = x1 if isinstance(x1, GPUArray) else asarray(x1, dtype=result.dtype, device=result.device)
+    b = x2 if isinstance(x2, GPUArray) else asarray(x2, dtype=result.dtype, device=result.device)
+    infinite = binary("not_equal", unary("isinf", a), unary("isinf", b))
+    return where(infinite, binary("divide", a, b), result)
+
+
 def round(x: GPUArray, /) -> GPUArray:
     """Round to the nearest integer, halves to even; integers are returned as a copy."""
     from pygpukit._ops import round as _round
@@ -544,8 +562,8 @@ newaxis = None
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "arange", "asarray", "astype",
     "broadcast_arrays", "broadcast_to", "can_cast", "clip", "concat", "count_nonzero", "e",
-    "empty", "empty_like", "expand_dims", "eye", "finfo", "from_dlpack", "full", "full_like",
-    "iinfo", "inf", "isdtype", "linspace", "meshgrid", "moveaxis", "nan", "newaxis", "ones",
-    "ones_like", "permute_dims", "pi", "prod", "reshape", "result_type", "round", "squeeze",
-    "std", "sum", "unstack", "var", "zeros", "zeros_like",
+    "empty", "empty_like", "expand_dims", "eye", "finfo", "floor_divide", "from_dlpack",
+    "full", "full_like", "iinfo", "inf", "isdtype", "linspace", "meshgrid", "moveaxis", "nan",
+    "newaxis", "ones", "ones_like", "permute_dims", "pi", "prod", "reshape", "result_type",
+    "round", "squeeze", "std", "sum", "unstack", "var", "zeros", "zeros_like",
 ]
