@@ -66,6 +66,9 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     (r"(take|nonzero|flip|roll|repeat|tile|getitem_arrays|item_masking)",
      "integer-array / boolean indexing and its functions come from pygpukit._indexing: not in "
      "this build"),
+    (r"at most 16 dimensions",
+     "PyGPUkit arrays have at most 16 dimensions (the kernels' limit, which "
+     "capabilities()['max dimensions'] reports); hypothesis drew more"),
     (r"__i?floordiv__",
      "the // operator keeps NumPy's floor division of infinities (NaN, -1, 0); "
      "pygpukit.array_api.floor_divide follows the standard"),
@@ -119,7 +122,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     categories: Counter[str] = Counter()
     for failure in failures:
         reason = next((why for pattern, why in CATEGORIES
-                       if re.search(pattern, failure["test"])), "other")
+                       if re.search(pattern, f"{failure['test']} {failure['reason']}")), "other")
         failure["category"] = reason
         categories[reason] += 1
     report = {

@@ -163,3 +163,30 @@ def test_einsum_float32_out_and_errors(backend: str) -> None:
         gp.einsum(G(a), [0, 1])
     with pytest.raises(TypeError, match="operand 1"):
         gp.einsum("ij,jk", G(a), b)
+
+
+MATMUL_SHAPES = [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
+                 ((2, 1, 3, 4), (5, 4, 2)), ((3, 0), (0, 2)), ((0, 3), (3, 2))]
+
+
+@pytest.mark.parametrize(("sa", "sb"), MATMUL_SHAPES)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64, np.bool_])
+def test_integer_matmul(backend: str, sa: tuple[int, ...], sb: tuple[int, ...],
+                        dtype: Any) -> None:
+    rng = np.random.default_rng(len(sa) + 3 * len(sb))
+    a = rng.integers(-100, 100, sa).astype(dtype)
+    b = rng.integers(-100, 100, sb).astype(dtype)
+    check(G(a) @ G(b), a @ b)
+    check(gp.matmul(G(a), G(b)), np.matmul(a, b))
+
+
+def test_integer_matmul_in_blocks_and_out(backend: str, monkeypatch: Any) -> None:
+    from pygpukit import _linalg_extra
+
+    monkeypatch.setattr(_linalg_extra, "_BLOCK_ELEMENTS", 7)  # many blocks of K
+    a, b = rand(3, 10, dtype=np.int32), rand(10, 4, dtype=np.int32)
+    out = gp.empty((3, 4), gp.int32)
+    assert gp.matmul(G(a), G(b), out=out) is out
+    check(out, a @ b)
+    with pytest.raises(ValueError, match="must equal the rows of b"):
+        gp.matmul(G(a), G(a))

@@ -47,13 +47,57 @@ def _bmm(name: str, a3: GPUArray, b3: GPUArray) -> GPUArray:
     if dtype in _GEMM_DTYPES:
         return matmul(a3 if a3.dtype == dtype else a3.astype(dtype),
                       b3 if b3.dtype == dtype else b3.astype(dtype))
-    # Integers / bool: (B, M, K, 1) * (B, 1, K, N) summed over K; bool products as NumPy's
-    # (logical or of ands) by way of an int64 sum.
-    prod = binary("multiply", a3.expand_dims(3), b3.expand_dims(1))
-    summed = reduce("sum", prod, 2)
+    return _integer_product(a3, b3, dtype)
+
+
+#: Elements of the broadcast product one block of an integer product may hold.
+_BLOCK_ELEMENTS = 1 << 24
+
+
+def _integer_product(a: GPUArray, b: GPUArray, dtype: np.dtype[Any]) -> GPUArray:
+    """``(..., M, K) @ (..., K, N)`` for integer / bool dtypes, which the GEMMs do not take.
+
+    ``a[..., :, :, None] * b[..., None, :, :]`` summed over K (int64 sums, wrapping to the
+    result dtype as NumPy's), in blocks of K so that no temporary holds more than 2**24
+    elements; bool products are NumPy's (the logical or of ands).  A loop over blocks of K,
+    never over elements.
+    """
+    batch = _layout.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    per_k = builtins.max(1, math.prod(batch) * m * n)
+    step = builtins.max(1, _BLOCK_ELEMENTS // per_k)
+    total: GPUArray | None = None
+    for start in range(0, builtins.max(k, 1), step):
+        stop = builtins.min(k, start + step)
+        part = binary("multiply", a[..., start:stop].expand_dims(a.ndim),
+                      b[..., start:stop, :].expand_dims(b.ndim - 2))
+        summed = reduce("sum", part, -2)
+        total = summed if total is None else binary("add", total, summed, total)
+    assert total is not None
     if dtype.kind == "b":
-        return binary("not_equal", summed, 0)
-    return summed if summed.dtype == dtype else summed.astype(dtype)
+        return binary("not_equal", total, 0)
+    return total if total.dtype == dtype else total.astype(dtype)
+
+
+def integer_matmul(a: GPUArray, b: GPUArray, dtype: np.dtype[Any],
+                   out: GPUArray | None = None) -> GPUArray:
+    """NumPy's ``matmul`` (1-D operands, broadcast batch dims) for integer and bool dtypes."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must have at least one dimension; got shapes "
+                         f"{a.shape} and {b.shape}")
+    check_same_device(a, b, op="matmul")
+    a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
+    b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise ValueError(f"matmul: a has shape {a.shape} and b {b.shape}: the last dim of a "
+                         f"({a2.shape[-1]}) must equal the rows of b ({b2.shape[-2]})")
+    result = _integer_product(a2, b2, dtype)
+    if a.ndim == 1:
+        result = result.squeeze(-2)
+    if b.ndim == 1:
+        result = result.squeeze(-1)
+    return _into(result, out, "matmul")
 
 
 def _contract(name: str, a: GPUArray, b: GPUArray, axes_a: Sequence[int],
