@@ -248,12 +248,13 @@ def gpu_prepare(session: nox.Session) -> None:
         _wheel(wheels_dir, "pygpukit-driver").unlink()
         session.run("auditwheel", "repair", "--only-plat", "--plat", MANYLINUX, "-w",
                     str(wheels_dir), str(_wheel(RAW / "cp312", "pygpukit-driver")))
-    # The driver-only venv there has no system site-packages: bring numpy, ml_dtypes, pytest.
+    # The driver-only venv there has no system site-packages: bring numpy, ml_dtypes,
+    # opt_einsum (einsum's contraction order), pytest.
     session.run("python", "-m", "pip", "download", "--only-binary=:all:", "--python-version",
                 "3.12", "--platform", "manylinux_2_17_x86_64", "--platform",
                 "manylinux2014_x86_64", "--platform", "manylinux_2_27_x86_64",
                 "--platform", "manylinux_2_28_x86_64", "-d", str(wheels_dir),
-                "numpy>=2,<2.4", "ml_dtypes>=0.5", "pytest>=8")
+                "numpy>=2,<2.4", "ml_dtypes>=0.5", "opt_einsum>=3.3", "pytest>=8")
     # The seed README (outside the repository) for the JIT check of ci/gpu-jit-venv.sh.
     (GPU_STAGE / "seeds").mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT.parent / "shared" / "seeds" / "pygpukit-readme-v0.2.5.md",
@@ -277,15 +278,16 @@ RELEASE_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 
 
 def _release_wheelhouse(session: nox.Session, version: str) -> Path:
-    """numpy and ml_dtypes wheels for one CPython (cached): the installs below use no index."""
+    """numpy, ml_dtypes and opt_einsum wheels for one CPython (cached): no index below."""
     house = BUILD_CACHE / f"wheelhouse-cp{version.replace('.', '')}"
-    if not any(house.glob("numpy-*.whl")) or not any(house.glob("ml_dtypes-*.whl")):
+    if not all(any(house.glob(f"{name}-*.whl")) for name in ("numpy", "ml_dtypes",
+                                                             "opt_einsum")):
         # pip matches these tags literally (no "and older"): every one this machine runs.
         tags = ("manylinux2014", "manylinux_2_17", "manylinux_2_27", "manylinux_2_28")
         session.run("python", "-m", "pip", "download", "-q", "--only-binary=:all:",
                     "--python-version", version,
                     *[f"--platform={tag}_{platform.machine()}" for tag in tags],
-                    "-d", str(house), "numpy>=1.24", "ml_dtypes>=0.4")
+                    "-d", str(house), "numpy>=1.24", "ml_dtypes>=0.4", "opt_einsum>=3.3")
     return house
 
 

@@ -138,6 +138,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "failed": failed,
         "skipped": counts.get("skipped", 0),
         "pass_rate": round(passed / (passed + failed), 4) if passed + failed else None,
+        "pass_rate_is": "passed / (passed + failed); skipped tests (complex dtypes, the "
+                        "extensions not offered) are not counted",
         "failure_categories": dict(categories.most_common()),
         "failures_by_test_function": dict(by_function.most_common()),
         "failures": failures,
