@@ -168,12 +168,13 @@ _DEFERRED_NAMES = {name: module for module, names in _DEFERRED.items() for name 
 def __getattr__(name: str) -> Any:
     module_name = _DEFERRED_NAMES.get(name)
     if module_name is not None:
-        found = getattr(sys.modules.get("pygpukit"), name, None)
+        # The module's function first (written to the standard), else pygpukit's public one.
+        try:
+            found = getattr(importlib.import_module(module_name), name, None)
+        except ImportError:
+            found = None
         if found is None:
-            try:
-                found = getattr(importlib.import_module(module_name), name, None)
-            except ImportError:
-                found = None
+            found = getattr(sys.modules.get("pygpukit"), name, None)
         if found is not None:
             globals()[name] = found
             return found
