@@ -255,6 +255,8 @@ def gpu_prepare(session: nox.Session) -> None:
                 "manylinux2014_x86_64", "--platform", "manylinux_2_27_x86_64",
                 "--platform", "manylinux_2_28_x86_64", "-d", str(wheels_dir),
                 "numpy>=2,<2.4", "ml_dtypes>=0.5", "opt_einsum>=3.3", "pytest>=8")
+    if os.environ.get("ARRAY_API_TESTS_DIR"):  # step 6 of ci/gpu-check: the Array API suite
+        _stage_array_api_tests(session, Path(os.environ["ARRAY_API_TESTS_DIR"]), wheels_dir)
     # The seed README (outside the repository) for the JIT check of ci/gpu-jit-venv.sh.
     (GPU_STAGE / "seeds").mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT.parent / "shared" / "seeds" / "pygpukit-readme-v0.2.5.md",
@@ -263,6 +265,24 @@ def gpu_prepare(session: nox.Session) -> None:
     (GPU_STAGE / "COMMIT").write_text(str(commit).strip() + "\n")
     total = sum(f.stat().st_size for f in GPU_STAGE.rglob("*") if f.is_file())
     session.log(f"staged {total / 2**20:.1f} MiB in {GPU_STAGE} (device carry limit: 64 MiB)")
+
+
+def _stage_array_api_tests(session: nox.Session, suite: Path, wheels_dir: Path) -> None:
+    """Copy a checkout of data-apis/array-api-tests (with its spec submodule) and the wheels of
+    its requirements (hypothesis, ndindex) for CPython 3.12 into .gpu/."""
+    if not (suite / "array_api_tests").is_dir() or not (suite / "array-api" / "spec").is_dir():
+        session.error(f"ARRAY_API_TESTS_DIR={suite} is not a checkout of array-api-tests with "
+                      "its array-api submodule (see nox -s array_api)")
+    target = GPU_STAGE / "array-api-tests"
+    shutil.copytree(suite, target, ignore=shutil.ignore_patterns(".git", "__pycache__",
+                                                                 ".hypothesis"))
+    probe = subprocess.run(["git", "-C", str(suite), "rev-parse", "HEAD"], capture_output=True,
+                           text=True, check=False)
+    (target / "COMMIT").write_text((probe.stdout.strip() or "unknown") + "\n")
+    session.run("python", "-m", "pip", "download", "--only-binary=:all:", "--python-version",
+                "3.12", "--platform", "manylinux_2_17_x86_64", "--platform",
+                "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64", "-d",
+                str(wheels_dir), "hypothesis>=6.151.0", "ndindex>=1.8")
 
 
 @nox.session(venv_backend="none")
