@@ -6,6 +6,7 @@
     nox -s demo         build, install `pygpukit` (driver only), `python -m pygpukit info`, demo
     nox -s gpu_prepare  stage wheels for the lent GPU machine in .gpu/ (see docs/gpu-tier.md)
     nox -s gpu          the GPU tier, on a machine with a GPU (runs ci/gpu-check)
+    nox -s array_api    the Array API test suite on the CPU backend (needs ARRAY_API_TESTS_DIR)
 """
 
 from __future__ import annotations
@@ -246,12 +247,15 @@ def gpu_prepare(session: nox.Session) -> None:
         _wheel(wheels_dir, "pygpukit-driver").unlink()
         session.run("auditwheel", "repair", "--only-plat", "--plat", MANYLINUX, "-w",
                     str(wheels_dir), str(_wheel(RAW / "cp312", "pygpukit-driver")))
-    # The driver-only venv there has no system site-packages: bring numpy, ml_dtypes, pytest.
+    # The driver-only venv there has no system site-packages: bring numpy, ml_dtypes,
+    # opt_einsum (einsum's contraction order), pytest.
     session.run("python", "-m", "pip", "download", "--only-binary=:all:", "--python-version",
                 "3.12", "--platform", "manylinux_2_17_x86_64", "--platform",
                 "manylinux2014_x86_64", "--platform", "manylinux_2_27_x86_64",
                 "--platform", "manylinux_2_28_x86_64", "-d", str(wheels_dir),
-                "numpy>=2,<2.4", "ml_dtypes>=0.5", "pytest>=8")
+                "numpy>=2,<2.4", "ml_dtypes>=0.5", "opt_einsum>=3.3", "pytest>=8")
+    if os.environ.get("ARRAY_API_TESTS_DIR"):  # step 6 of ci/gpu-check: the Array API suite
+        _stage_array_api_tests(session, Path(os.environ["ARRAY_API_TESTS_DIR"]), wheels_dir)
     # The seed README (outside the repository) for the JIT check of ci/gpu-jit-venv.sh.
     (GPU_STAGE / "seeds").mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT.parent / "shared" / "seeds" / "pygpukit-readme-v0.2.5.md",
@@ -260,6 +264,24 @@ def gpu_prepare(session: nox.Session) -> None:
     (GPU_STAGE / "COMMIT").write_text(str(commit).strip() + "\n")
     total = sum(f.stat().st_size for f in GPU_STAGE.rglob("*") if f.is_file())
     session.log(f"staged {total / 2**20:.1f} MiB in {GPU_STAGE} (device carry limit: 64 MiB)")
+
+
+def _stage_array_api_tests(session: nox.Session, suite: Path, wheels_dir: Path) -> None:
+    """Copy a checkout of data-apis/array-api-tests (with its spec submodule) and the wheels of
+    its requirements (hypothesis, ndindex) for CPython 3.12 into .gpu/."""
+    if not (suite / "array_api_tests").is_dir() or not (suite / "array-api" / "spec").is_dir():
+        session.error(f"ARRAY_API_TESTS_DIR={suite} is not a checkout of array-api-tests with "
+                      "its array-api submodule (see nox -s array_api)")
+    target = GPU_STAGE / "array-api-tests"
+    shutil.copytree(suite, target, ignore=shutil.ignore_patterns(".git", "__pycache__",
+                                                                 ".hypothesis"))
+    probe = subprocess.run(["git", "-C", str(suite), "rev-parse", "HEAD"], capture_output=True,
+                           text=True, check=False)
+    (target / "COMMIT").write_text((probe.stdout.strip() or "unknown") + "\n")
+    session.run("python", "-m", "pip", "download", "--only-binary=:all:", "--python-version",
+                "3.12", "--platform", "manylinux_2_17_x86_64", "--platform",
+                "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64", "-d",
+                str(wheels_dir), "hypothesis>=6.151.0", "ndindex>=1.8")
 
 
 @nox.session(venv_backend="none")
@@ -275,15 +297,16 @@ RELEASE_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 
 
 def _release_wheelhouse(session: nox.Session, version: str) -> Path:
-    """numpy and ml_dtypes wheels for one CPython (cached): the installs below use no index."""
+    """numpy, ml_dtypes and opt_einsum wheels for one CPython (cached): no index below."""
     house = BUILD_CACHE / f"wheelhouse-cp{version.replace('.', '')}"
-    if not any(house.glob("numpy-*.whl")) or not any(house.glob("ml_dtypes-*.whl")):
+    if not all(any(house.glob(f"{name}-*.whl")) for name in ("numpy", "ml_dtypes",
+                                                             "opt_einsum")):
         # pip matches these tags literally (no "and older"): every one this machine runs.
         tags = ("manylinux2014", "manylinux_2_17", "manylinux_2_27", "manylinux_2_28")
         session.run("python", "-m", "pip", "download", "-q", "--only-binary=:all:",
                     "--python-version", version,
                     *[f"--platform={tag}_{platform.machine()}" for tag in tags],
-                    "-d", str(house), "numpy>=1.24", "ml_dtypes>=0.4")
+                    "-d", str(house), "numpy>=1.24", "ml_dtypes>=0.4", "opt_einsum>=3.3")
     return house
 
 
@@ -372,3 +395,51 @@ def release(session: nox.Session) -> None:
                         env={"PYGPUKIT_BACKEND": "cpu"}, external=True)
     session.run("python", "ci/release/glibc_floor.py", str(RELEASE))
     session.log(f"release ready in {RELEASE}: {len(built)} wheels, {len(sdists)} sdists")
+
+
+# -- the Array API standard's test suite (not part of CI) ----------------------------------------
+ARRAY_API_RESULT = ROOT / "benchmarks" / "results" / "array-api-cpu.json"
+
+
+@nox.session
+def array_api(session: nox.Session) -> None:
+    """data-apis/array-api-tests against ``pygpukit.array_api`` on the CPU backend.
+
+    Needs a checkout of the suite with its ``array-api`` submodule in ``$ARRAY_API_TESTS_DIR``.
+    Writes the pass/fail counts and each failing test with a one-line reason to
+    benchmarks/results/array-api-cpu.json.  Extra arguments go to pytest (default
+    ``--max-examples 10``), e.g. ``nox -s array_api -- --max-examples 10 -k elementwise``.
+    """
+    suite = Path(os.environ.get("ARRAY_API_TESTS_DIR", "")).expanduser()
+    if not os.environ.get("ARRAY_API_TESTS_DIR") or not (suite / "array_api_tests").is_dir() \
+            or not (suite / "array-api" / "spec").is_dir():
+        session.error(
+            "set ARRAY_API_TESTS_DIR to a checkout of the Array API test suite with its "
+            "submodule, e.g.\n  git clone --recurse-submodules "
+            "https://github.com/data-apis/array-api-tests /tmp/array-api-tests\n"
+            "  ARRAY_API_TESTS_DIR=/tmp/array-api-tests bash ci/nox -s array_api\n"
+            "(the 'array-api' folder inside must hold the spec: git submodule update --init)")
+    wheels = build_wheels(session)
+    install_wheels(session, wheels, extras="")
+    session.install("-r", str(suite / "requirements.txt"))
+
+    def git(folder: Path) -> str:
+        probe = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"],
+                               capture_output=True, text=True, check=False)
+        return probe.stdout.strip() if probe.returncode == 0 else "unknown"
+
+    env = {
+        "ARRAY_API_TESTS_MODULE": "pygpukit.array_api",
+        "ARRAY_API_TESTS_SKIP_DTYPES": "complex64,complex128",  # PyGPUkit holds no complex
+        "PYGPUKIT_BACKEND": "cpu",
+        "PYTHONPATH": str(ROOT / "ci"),  # the report plugin; pygpukit comes from the wheels
+        "ARRAY_API_REPORT": str(ARRAY_API_RESULT),
+        "ARRAY_API_TESTS_COMMIT": git(suite),
+        "PYGPUKIT_COMMIT": git(ROOT),
+    }
+    args = session.posargs or ["--max-examples", "10"]
+    with session.chdir(suite):
+        session.run("python", "-m", "pytest", "array_api_tests", "-p", "array_api_report",
+                    "-p", "no:cacheprovider", "-q", "--disable-warnings", *args, env=env,
+                    success_codes=[0, 1])
+    session.log(f"results: {ARRAY_API_RESULT}")

@@ -605,10 +605,16 @@ README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {
 
 
 # -- assembling --------------------------------------------------------------------------------
+#: Result files that are not benchmarks: conformance runs (``nox -s array_api``).
+NOT_BENCHMARKS = ("array-api-",)
+
+
 def load_all(folder: Path) -> dict[str, list[Doc]]:
     """Every result file, by benchmark, newest first.  Fails on the first bad file."""
     by_slug: dict[str, list[Doc]] = {}
     for path in sorted(folder.glob("*.json")):
+        if path.name.startswith(NOT_BENCHMARKS):
+            continue
         doc = load(path)
         by_slug.setdefault(doc.slug, []).append(doc)
     for docs in by_slug.values():

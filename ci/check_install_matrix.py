@@ -1,7 +1,7 @@
 """Check what each install of the matrix brings, using the wheels in DIST.
 
 - ``pip install pygpukit-sched`` alone: installs nothing else; imports without numpy.
-- ``pip install pygpukit``: driver + kernels + numpy + ml_dtypes, and not nvrtc.
+- ``pip install pygpukit``: driver + kernels + numpy + ml_dtypes + opt_einsum, and not nvrtc.
 - ``pip install pygpukit[jit]``: adds pygpukit-nvrtc and nvidia-cuda-nvrtc.
 
 Usage: python ci/check_install_matrix.py DIST
@@ -58,7 +58,8 @@ def main(dist: Path) -> None:
     sched_alone(dist)
     version = next(dist.glob("pygpukit-*.whl")).name.split("-")[1]
     base = resolve(dist, f"pygpukit=={version}")
-    expected = {"pygpukit", "pygpukit-driver", "pygpukit-kernels", "numpy", "ml-dtypes"}
+    expected = {"pygpukit", "pygpukit-driver", "pygpukit-kernels", "numpy", "ml-dtypes",
+                "opt-einsum"}
     assert base == expected, f"pip install pygpukit brings {sorted(base)}"
     print(f"pip install pygpukit: {sorted(base)}")
     jit = resolve(dist, f"pygpukit[jit]=={version}")

@@ -13,9 +13,9 @@ it by running them on a glibc older than this machine's (Debian 12, 2.36), in a 
    against its glibc 2.31, from the pristine upstream tarball of Debian's ``python3.11`` source
    package (``apt-get source``, a Debian package like any other): about five minutes on two
    cores, once; cached under /opt in the root file system.
-3. numpy and ml_dtypes wheels for that interpreter are downloaded here (``pip download``,
-   cached), so the install inside the root needs no index: ``pip install --no-index
-   --find-links`` with the release wheels, exactly as a user with a wheelhouse would.
+3. numpy, ml_dtypes and opt_einsum wheels for that interpreter are downloaded here
+   (``pip download``, cached), so the install inside the root needs no index: ``pip install
+   --no-index --find-links`` with the release wheels, exactly as a user with a wheelhouse would.
 4. A fresh venv in the root: ``pip install pygpukit[sched]==<version>`` (driver, kernels and
    scheduler: every wheel with native code), then import each and run the CPU backend and
    ``python -m pygpukit info``.
@@ -128,15 +128,16 @@ def python_version(root: Path, python: str) -> str:
 
 
 def ensure_wheelhouse(cache: Path, version: str) -> Path:
-    """Download numpy and ml_dtypes wheels for that interpreter and glibc (cached)."""
+    """Download numpy, ml_dtypes and opt_einsum wheels for that interpreter and glibc (cached)."""
     house = cache / f"wheelhouse-cp{version.replace('.', '')}-glibc2.31"
-    if not any(house.glob("numpy-*.whl")) or not any(house.glob("ml_dtypes-*.whl")):
+    if not all(any(house.glob(f"{name}-*.whl")) for name in ("numpy", "ml_dtypes",
+                                                             "opt_einsum")):
         run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
              "--python-version", version,
              # pip matches these tags literally (no "and older"): every one glibc 2.31 runs.
              *[f"--platform={tag}_x86_64" for tag in ("manylinux2014", "manylinux_2_17",
                                                      "manylinux_2_27", "manylinux_2_28")],
-             "-d", str(house), "numpy>=1.24", "ml_dtypes>=0.4"])
+             "-d", str(house), "numpy>=1.24", "ml_dtypes>=0.4", "opt_einsum>=3.3"])
     return house
 
 

@@ -883,7 +883,7 @@ def test_fuzz_row_norms(backend: str, name: str, data: Any,
 @fuzz_test()
 def test_fuzz_matmul(backend: str, data: Any, fuzz_count: Callable[[], None]) -> None:
     """``a @ b`` on small shapes: 1-D operands, broadcast batches, transposed and sliced views,
-    mixed float dtypes (integer operands are refused), NaN/inf now and then."""
+    mixed float dtypes (integer and bool operands exact, as NumPy's), NaN/inf now and then."""
     fuzz_count()
     m, k, n = (data.draw(st.sampled_from([0, 1, 2, 3, 5, 7, 8, 9, 16, 17, 33, 64, 65]),
                          label=d) for d in "mkn")
@@ -907,9 +907,12 @@ def test_fuzz_matmul(backend: str, data: Any, fuzz_count: Callable[[], None]) ->
     va = draw_operand(data, sa, da, bound=bound, specials=specials)
     vb = draw_operand(data, sb, db, bound=bound, specials=specials)
     a, b = va.numpy(), vb.numpy()
-    if isinstance(native, BaseException) or result not in FLOATS:
+    if isinstance(native, BaseException) or result is None:
         with pytest.raises((TypeError, ValueError)):
             gp.matmul(va.gpu(), vb.gpu())
+        return
+    if result not in FLOATS:  # integer / bool products (no GEMM): exact, wrapping as NumPy's
+        assert_exact(gp.matmul(va.gpu(), vb.gpu()).to_numpy(), numpy_call(np.matmul, a, b))
         return
     got = gp.matmul(va.gpu(), vb.gpu()).to_numpy()
     a64, b64 = a.astype(np.float64), b.astype(np.float64)

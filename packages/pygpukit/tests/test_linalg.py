@@ -244,12 +244,14 @@ def test_seed_fp16_bf16_block(backend: str) -> None:
 
 def test_bad_dtypes_and_types(backend: str) -> None:
     ints = gp.from_numpy(np.ones((3, 3), np.int32))
-    with pytest.raises(TypeError, match=r"matmul: supported for float16, bfloat16, float32 and "
+    with pytest.raises(TypeError, match=r"linear: supported for float16, bfloat16, float32 and "
                        r"float64 only; got int32, int32"):
-        ints @ ints
+        gp.linear(ints, ints)
+    # Integer products take no GEMM (test_linalg_extra.py checks their values).
+    np.testing.assert_array_equal((ints @ ints).to_numpy(), np.full((3, 3), 3, np.int32))
     with pytest.raises(TypeError, match="matmul: b must be a GPUArray; got ndarray"):
         gp.matmul(gp.ones((2, 2)), np.ones((2, 2)))
-    with pytest.raises(TypeError, match="does not support ufuncs"):
+    with pytest.raises(TypeError, match=r"numpy\.ndarray operand beside a GPUArray"):
         gp.ones((2, 2)) @ np.ones((2, 2))  # type: ignore[operator]
     with pytest.raises(TypeError, match="unsupported operand"):
         gp.ones((2, 2)) @ [[1.0, 2.0], [3.0, 4.0]]  # type: ignore[operator]

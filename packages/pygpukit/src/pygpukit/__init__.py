@@ -121,6 +121,29 @@ from pygpukit._stream import Event, Stream, current_stream, stream_priority_rang
 if TYPE_CHECKING:
     from pygpukit_driver import CudaError, CudaOutOfMemoryError
 
+# NumPy protocols (NEP 13/18), the standard's functions, linear algebra on the GEMMs, einsum, and
+# the Array API namespace (pygpukit.array_api).
+from pygpukit import _elementwise, _linalg_extra, _protocols, array_api, linalg  # noqa: E402,F401
+from pygpukit._array_api import (  # noqa: E402
+    __array_namespace_info__,
+    broadcast_arrays,
+    broadcast_to,
+    can_cast,
+    concat,
+    count_nonzero,
+    finfo,
+    iinfo,
+    isdtype,
+    meshgrid,
+    moveaxis,
+    permute_dims,
+    result_type,
+    unstack,
+)
+from pygpukit._einsum import einsum  # noqa: E402
+from pygpukit._elementwise import *  # noqa: E402,F403
+from pygpukit._linalg_extra import *  # noqa: E402,F403
+
 # Loading the driver library is deferred until these are asked for.
 _LAZY_FROM_DRIVER = ("CudaError", "CudaOutOfMemoryError")
 
@@ -136,6 +159,11 @@ def __getattr__(name: str) -> object:
 __all__ = [
     *_ops.__all__,
     *_indexing.__all__,
+    *_elementwise.__all__,
+    *_linalg_extra.__all__,
+    "__array_namespace_info__", "array_api", "broadcast_arrays", "broadcast_to", "can_cast",
+    "concat", "count_nonzero", "einsum", "finfo", "iinfo", "isdtype", "linalg", "meshgrid",
+    "moveaxis", "permute_dims", "result_type", "unstack",
     "SUPPORTED_DTYPES",
     "AdmissionError",
     "BackendUnavailableError",

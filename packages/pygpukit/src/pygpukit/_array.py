@@ -47,6 +47,12 @@ class _Hooks:
     getitem: Callable[[GPUArray, Any], GPUArray]
     setitem: Callable[[GPUArray, Any, Any], None]
     nonzero: Callable[[GPUArray], tuple[GPUArray, ...]]
+    # NumPy's protocols (set by pygpukit._protocols) and the Array API namespace (by
+    # pygpukit.array_api).
+    array_ufunc: Callable[..., Any]
+    array_function: Callable[..., Any]
+    array_namespace: Callable[[GPUArray, str | None], Any]
+    shift: Callable[[str, Any, Any, GPUArray | None], GPUArray]  # by pygpukit._elementwise
 
 
 hooks = _Hooks()
@@ -75,8 +81,6 @@ class GPUArray:
     __slots__ = ("__weakref__", "_block", "_contig", "_offset", "_rt", "dtype", "shape",
                  "strides")
 
-    # NumPy must not turn a GPUArray into an object array behind the user's back.
-    __array_ufunc__ = None
     __array_priority__ = 100
 
     _rt: Runtime
@@ -287,6 +291,60 @@ class GPUArray:
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         return hooks.cuda_array_interface(self)
+
+    # NEP 13 / NEP 18: NumPy's ufuncs and functions run on the device through pygpukit's own
+    # functions (TypeError naming what is not implemented; never a copy to the host).
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return hooks.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return hooks.array_function(func, types, args, kwargs)
+
+    # -- the Array API standard (pygpukit.array_api) ---------------------------------------------
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The Array API namespace of these arrays, :mod:`pygpukit.array_api`."""
+        return hooks.array_namespace(self, api_version)
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> GPUArray:
+        """A copy on ``device`` (this array itself if it is there already)."""
+        if stream is not None:
+            raise ValueError("to_device: stream= is not supported; the copy runs on the "
+                             "current stream")
+        return hooks.to_device(self, device)
+
+    def __lshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_left_shift", self, other)
+
+    def __rlshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_left_shift", other, self)
+
+    def __ilshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_left_shift", self, other, out=self)
+
+    def __rshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_right_shift", self, other)
+
+    def __rrshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_right_shift", other, self)
+
+    def __irshift__(self, other: object) -> GPUArray:
+        return _shift("bitwise_right_shift", self, other, out=self)
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu" or self.ndim != 0:
+            raise TypeError("only 0-d integer arrays can be converted to an index; got "
+                            f"shape {self.shape} and dtype {self.dtype.name}")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    @property
+    def mT(self) -> GPUArray:  # noqa: N802 (the standard's name)
+        """The last two dimensions swapped (a view)."""
+        if self.ndim < 2:
+            raise ValueError(f"mT needs at least 2 dimensions; the array has {self.ndim}")
+        return self.swapaxes(-1, -2)
 
     # -- operators -----------------------------------------------------------------------------
     def __add__(self, other: object) -> GPUArray:
@@ -544,6 +602,12 @@ def _binop(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUA
     if not isinstance(a, _OPERAND_TYPES) or not isinstance(b, _OPERAND_TYPES):
         return NotImplemented  # type: ignore[no-any-return]
     return hooks.binary(name, a, b, out)
+
+
+def _shift(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUArray:
+    if not isinstance(a, _OPERAND_TYPES) or not isinstance(b, _OPERAND_TYPES):
+        return NotImplemented  # type: ignore[no-any-return]
+    return hooks.shift(name, a, b, out)
 
 
 def _reduce(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float = 0) -> GPUArray:

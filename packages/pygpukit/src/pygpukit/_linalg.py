@@ -377,14 +377,20 @@ def matmul(a: Any, b: Any, *, out: GPUArray | None = None, precision: str | None
     Raises
     ------
     TypeError
-        For non-GPUArray operands, integer/bool dtypes, an ``out`` of another dtype, or both
-        ``precision`` and ``use_tf32``.
+        For non-GPUArray operands, an ``out`` of another dtype, or both ``precision`` and
+        ``use_tf32``.  (Integer and bool operands, which the GEMMs do not take, are a
+        broadcast multiply and sum in blocks: NumPy's result, wrapping as NumPy's.)
     ValueError
         For 0-d operands, mismatched inner dimensions, batch dims that do not broadcast, an
         ``out`` of another shape, operands on different devices or an unknown precision.
     """
     a = _check_array(a, "matmul", "a")
     b = _check_array(b, "matmul", "b")
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu":  # no GEMM: a broadcast multiply-sum
+        from pygpukit._linalg_extra import integer_matmul
+
+        return integer_matmul(a, b, np.dtype(np.multiply.resolve_dtypes(
+            (a.dtype, b.dtype, None))[-1]), out)
     return _product("matmul", a, b, None, None, _call_precision(precision, use_tf32), out,
                     b_is_weight=False)
 
