@@ -680,6 +680,7 @@ bool is_cached_block(PyObject* obj) {
 }
 std::uint64_t cached_block_address(PyObject* block) { return as_block(block)->address; }
 PyObject* cached_block_stream(PyObject* block) { return as_block(block)->stream; }
+PyObject* cached_block_writer(PyObject* block) { return as_block(block)->writer; }
 
 PyObject* block_cache_malloc(PyObject* cache, PyObject* allocator, std::int64_t nbytes,
                              PyObject* stream) {

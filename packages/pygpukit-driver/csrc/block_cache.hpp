@@ -20,5 +20,6 @@ bool is_block_cache(PyObject* obj);
 bool is_cached_block(PyObject* obj);
 std::uint64_t cached_block_address(PyObject* block);
 PyObject* cached_block_stream(PyObject* block);
+PyObject* cached_block_writer(PyObject* block);
 
 }  // namespace pgk

@@ -33,6 +33,7 @@ bool is_launcher(PyObject* obj);
 CUresult launcher_launch_packed(PyObject* launcher, unsigned int grid_x, CUstream stream,
                                 void** params);
 const char* launcher_arg_types(PyObject* launcher, int* nargs);
+bool launcher_pack_arg(char t, PyObject* value, unsigned char* slot);
 
 namespace {
 
@@ -48,9 +49,10 @@ enum Kind : int {
     kRowNorm = 6,    // f(x): over the last axis, no weight/bias, eps 0
     kMatmul = 7,     // f(a, b): 2-D a @ b
     kLinear = 8,     // f(x, weight[, bias]): 2-D x @ weight.T (+ bias)
-    kNumKinds = 9
+    kJit = 9,        // a JIT kernel's call: its parameters by position or by name
+    kNumKinds = 10
 };
-const int kArity[kNumKinds] = {2, 2, 1, 3, 2, 1, 1, 2, 2};
+const int kArity[kNumKinds] = {2, 2, 1, 3, 2, 1, 1, 2, 2, -1};
 
 // pgk_gemm_desc and the two GEMM entry points of pygpukit_kernels' C ABI.
 struct GemmDesc {
@@ -189,6 +191,16 @@ struct Plan {
     PyObject* check = nullptr;    // check(name, status) raises for a non-zero status
     std::uint64_t context = 0;
     int precision = 0;
+    // JIT kernels: parameter names (a tuple of str), per parameter its kind (0 scalar,
+    // 1 pointer, 2 writable pointer) and accepted dtype (None: any), the size parameter that
+    // gives the grid, threads per block, and the kernel's runtime.
+    PyObject* names = nullptr;
+    PyObject* pointees = nullptr;
+    int param_kinds[32] = {};
+    int nparams = 0;
+    int size_index = -1;
+    long long block_size = 0;
+    PyObject* runtime = nullptr;
 };
 
 struct FastOpObject {
@@ -276,6 +288,34 @@ bool fill_plan(PyObject* d, Plan* p) {
         return false;
     if (!get_int(d, "share_strides", &v)) return false;
     p->share_strides = v != 0;
+    PyObject* names = PyDict_GetItemString(d, "names");  // JIT kernels only
+    if (names != nullptr) {
+        long long si, bs;
+        int kinds[32];
+        if (!get_obj(d, "pointees", &p->pointees) || !get_obj(d, "runtime", &p->runtime) ||
+            !get_int(d, "size_index", &si) || !get_int(d, "block_size", &bs))
+            return false;
+        PyObject* pk;
+        if (!get_obj(d, "param_kinds", &pk) || !PyTuple_Check(pk) || !PyTuple_Check(names) ||
+            !PyTuple_Check(p->pointees) || PyTuple_GET_SIZE(names) > 32 ||
+            PyTuple_GET_SIZE(pk) != PyTuple_GET_SIZE(names) ||
+            PyTuple_GET_SIZE(p->pointees) != PyTuple_GET_SIZE(names)) {
+            PyErr_SetString(PyExc_TypeError, "plan: names/param_kinds/pointees mismatch");
+            return false;
+        }
+        p->nparams = static_cast<int>(PyTuple_GET_SIZE(names));
+        for (int i = 0; i < p->nparams; ++i) {
+            kinds[i] = static_cast<int>(PyLong_AsLong(PyTuple_GET_ITEM(pk, i)));
+            p->param_kinds[i] = kinds[i];
+        }
+        if (PyErr_Occurred()) return false;
+        p->names = names;
+        p->size_index = static_cast<int>(si);
+        p->block_size = bs;
+        long long ctx;
+        if (!get_int(d, "context", &ctx)) return false;
+        p->context = static_cast<std::uint64_t>(ctx);
+    }
     PyObject* gemm = PyDict_GetItemString(d, "gemm");  // products only
     if (gemm != nullptr) {
         long long ws, ctx, prec;
@@ -748,6 +788,8 @@ int layout_2d(PyObject* v, long long itemsize, long long* rows, long long* cols,
     return -1;
 }
 
+bool ensure_context(const Plan* p);
+
 // a @ b (kMatmul) or x @ weight.T + bias (kLinear) for 2-D operands of the plan's dtype.
 PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t nargs) {
     PyObject* a = args[0];
@@ -830,17 +872,10 @@ PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t narg
         ws = reinterpret_cast<void*>(static_cast<std::uintptr_t>(addr));
     }
     if (status == 0) {
-        CUcontext current = nullptr;
-        auto get_current = driver().cuCtxGetCurrent;
-        if (get_current == nullptr || get_current(&current) != CUDA_SUCCESS ||
-            reinterpret_cast<std::uint64_t>(current) != p->context) {
-            PyObject* r = PyObject_CallNoArgs(p->activate);
-            if (r == nullptr) {
-                Py_XDECREF(workspace);
-                Py_DECREF(out);
-                return nullptr;
-            }
-            Py_DECREF(r);
+        if (!ensure_context(p)) {
+            Py_XDECREF(workspace);
+            Py_DECREF(out);
+            return nullptr;
         }
         unsigned long long h = PyLong_AsUnsignedLongLong(slot(stream, g.s_handle));
         if (h == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
@@ -865,10 +900,102 @@ PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t narg
     return out;
 }
 
+
+// Makes the device's context current if it is not (the JIT and product paths run the kernel
+// through the current context).  false with the Python error set if that fails.
+bool ensure_context(const Plan* p) {
+    CUcontext current = nullptr;
+    auto get_current = driver().cuCtxGetCurrent;
+    if (get_current != nullptr && get_current(&current) == CUDA_SUCCESS &&
+        reinterpret_cast<std::uint64_t>(current) == p->context)
+        return true;
+    PyObject* r = PyObject_CallNoArgs(p->activate);
+    if (r == nullptr) return false;
+    Py_DECREF(r);
+    return true;
+}
+
+bool same_name(PyObject* a, PyObject* b) {
+    return a == b || PyUnicode_Compare(a, b) == 0;
+}
+
+// A JIT kernel's call: every parameter given once (by position or name), arrays of the
+// kernel's device and dtype allocated for (and last written on) the current stream, the grid
+// from the size parameter.  Returns a new reference to None once launched.
+PyObject* run_jit(FastOpObject* self, PyObject* const* args, Py_ssize_t nargs,
+                  PyObject* kwnames) {
+    Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+    const Plan* p = find_plan(self, Py_None, nullptr, nullptr, nullptr);
+    if (p == nullptr || p->names == nullptr || nargs + nkw != p->nparams || p->nparams > 32)
+        return nullptr;
+    PyObject* values[32] = {};
+    for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
+    for (Py_ssize_t j = 0; j < nkw; ++j) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, j);
+        int at = -1;
+        for (int i = static_cast<int>(nargs); i < p->nparams; ++i) {
+            if (same_name(PyTuple_GET_ITEM(p->names, i), key)) {
+                at = i;
+                break;
+            }
+        }
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return nullptr;
+        }
+        if (at < 0 || values[at] != nullptr) return nullptr;  // unknown or given twice
+        values[at] = args[nargs + j];
+    }
+    PyObject* size = values[p->size_index];
+    if (!PyLong_CheckExact(size)) return nullptr;
+    long long n = PyLong_AsLongLong(size);
+    if (n < 0 || (n == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return nullptr;
+    }
+    bool failed;
+    PyObject* stream = current_stream(p, &failed);
+    if (stream == nullptr) return nullptr;
+    int ntypes = 0;
+    const char* types = launcher_arg_types(p->launcher, &ntypes);
+    if (ntypes != p->nparams) return nullptr;
+    Params prm;
+    for (int i = 0; i < p->nparams; ++i) {
+        PyObject* v = values[i];
+        unsigned char* slot8 = prm.next();
+        if (p->param_kinds[i] == 0) {
+            if (!launcher_pack_arg(types[i], v, slot8)) return nullptr;
+            continue;
+        }
+        PyObject* want = PyTuple_GET_ITEM(p->pointees, i);
+        if (!is_array(v) || slot(v, g.a_rt) != p->runtime ||
+            (want != Py_None && slot(v, g.a_dtype) != want))
+            return nullptr;
+        std::uint64_t address = operand_address(v, stream);
+        if (address == 0) return nullptr;
+        if (p->param_kinds[i] == 2 && cached_block_writer(slot(v, g.a_block)) != stream)
+            return nullptr;  // last written elsewhere: the Python path records this write
+        std::memcpy(slot8, &address, 8);
+    }
+    long long blocks = n / p->block_size + (n % p->block_size != 0);
+    if (blocks < 1) blocks = 1;
+    if (blocks > 0x7FFFFFFFLL) return nullptr;
+    if (!ensure_context(p)) return nullptr;
+    if (!launch(p, static_cast<unsigned int>(blocks), stream, prm)) return nullptr;
+    Py_RETURN_NONE;
+}
+
 PyObject* fastop_vectorcall(PyObject* callable, PyObject* const* args, std::size_t nargsf,
                             PyObject* kwnames) {
     auto* self = reinterpret_cast<FastOpObject*>(callable);
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (self->kind == kJit) {
+        if (g.ready) {
+            PyObject* r = run_jit(self, args, n, kwnames);
+            if (r != nullptr || PyErr_Occurred()) return r;
+        }
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    }
     bool product = self->kind == kMatmul || self->kind == kLinear;
     if (g.ready && (n == kArity[self->kind] || (self->kind == kLinear && n == 3)) &&
         (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0)) {

@@ -511,6 +511,18 @@ CUresult launcher_launch_packed(PyObject* launcher, unsigned int grid_x, CUstrea
     return r;
 }
 
+// Packs one launcher argument of type code t into an 8-byte slot; false (no Python error set)
+// if the value does not fit (the caller's Python path then raises naming the parameter).
+bool launcher_pack_arg(char t, PyObject* value, unsigned char* slot) {
+    try {
+        pack_one(0, t, value, slot);
+        return true;
+    } catch (...) {
+        PyErr_Clear();
+        return false;
+    }
+}
+
 const char* launcher_arg_types(PyObject* launcher, int* nargs) {
     auto* self = reinterpret_cast<LauncherObject*>(launcher);
     *nargs = self->nargs;

@@ -362,3 +362,67 @@ assert gp.memory_stats()["allocated_bytes"] == base
 
 def test_products_fill_the_gemm_descriptor(run: Runner) -> None:
     run(PRODUCTS, env={"PYGPUKIT_BACKEND": "cpu"})
+
+
+JIT_CALLS = r"""
+import ctypes, os
+import numpy as np
+import pygpukit as gp
+from pygpukit._jit import JITKernel, _parse_params
+
+FAKE = ctypes.CDLL(os.environ["PYGPUKIT_CUDA_DRIVER"])
+ctx = use_device(0)
+mod = drv.Module.load_data(b"FAKECUBIN")
+rt = gp.zeros(1)._rt
+rt.small_launchers["ew_f32"] = object()  # a runtime with a C fast path
+rt._context = ctx
+params = (ctypes.c_ubyte * 256).in_dll(FAKE, "fake_last_params")
+nparams = ctypes.c_int.in_dll(FAKE, "fake_last_params_len")
+grid = (ctypes.c_uint * 3).in_dll(FAKE, "fake_last_grid")
+block = (ctypes.c_uint * 3).in_dll(FAKE, "fake_last_block")
+count = ctypes.c_int.in_dll(FAKE, "fake_launch_count")
+# record_args has the parameter sizes 8, 4, 8, 1, 8.
+kernel = JITKernel(mod, mod.get_function("record_args"), "record_args",
+                   _parse_params("float* out, int n, double scale, bool flag, const float* x", {}),
+                   128, rt)
+out = gp.zeros(300, gp.float32)
+x = gp.ones(300, gp.float32)
+
+def launched(fn):
+    before = count.value
+    fn()
+    assert count.value == before + 1, count.value - before
+    return bytes(params[:nparams.value]), grid[0], block[0]
+
+fast = launched(lambda: kernel(out, n=300, scale=2.5, flag=True, x=x))
+assert kernel._fast.plan_count == 1
+slow = launched(lambda: kernel(out, 300, 2.5, True, x, block=128))  # the checking path
+assert fast == slow and fast[1] == 3 and fast[2] == 128, (fast, slow)
+assert launched(lambda: kernel(x=x, flag=False, scale=1.0, n=5, out=out))[1] == 1
+# Arguments the C path does not take reach the Python path, which checks and reports them.
+for bad, error in (((out,), "missing arguments"),
+                   ((out, 300, 2.5, True, x, 7), "takes 5 arguments"),
+                   ((gp.zeros(3, gp.int32), 300, 2.5, True, x), "expected float")):
+    try:
+        kernel(*bad)
+    except TypeError as e:
+        assert error in str(e), str(e)
+    else:
+        raise AssertionError(f"{bad!r} must raise")
+try:
+    kernel(out, n=300, scale=2.5, flag=True, y=x)
+except TypeError as e:
+    assert "no parameter 'y'" in str(e), str(e)
+else:
+    raise AssertionError("an unknown keyword must raise")
+try:
+    kernel(out, n=2**40, scale=2.5, flag=True, x=x)
+except (ValueError, OverflowError) as e:
+    assert "n" in str(e)
+else:
+    raise AssertionError("n out of int range must raise")
+"""
+
+
+def test_jit_keyword_call_launches_what_the_checking_path_launches(run: Runner) -> None:
+    run(JIT_CALLS, env={"PYGPUKIT_BACKEND": "cpu"})

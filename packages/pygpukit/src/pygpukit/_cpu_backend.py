@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _philox
-from pygpukit import _cpu_indexing
+from pygpukit import _cpu_indexing, _philox
 from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
 from pygpukit._optable import BINARY, REDUCE, UNARY

@@ -64,6 +64,7 @@ class Kind(IntEnum):
     ROW_NORM = 6    #: f(x): over the last axis
     MATMUL = 7      #: f(a, b): 2-D operands
     LINEAR = 8      #: f(x, weight[, bias]): 2-D x
+    JIT = 9         #: a JIT kernel's call (pygpukit._jit)
 
 
 # How a scalar operand reaches the kernel (the C side's ``Conv``).

@@ -17,6 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from pygpukit import _fastpath
 from pygpukit._array import GPUArray
 from pygpukit._errors import BackendUnavailableError
 from pygpukit._stream import stream_for_runtime
@@ -197,6 +198,8 @@ class JITKernel:
         self._context_handle = context.handle if context is not None else None
         self._current_context = drv.current_context_handle
         self._launchers: dict[tuple[Any, ...], Any] = {}
+        self._fast = drv.FastOp(int(_fastpath.Kind.JIT), name, self._call_default,
+                                self._fast_plan)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         """Match positional and keyword arguments to the parameters, in parameter order."""
@@ -287,9 +290,22 @@ class JITKernel:
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:
-        if (grid is None and block is None and stream is None and not shared_mem
-                and self._call_fast(args, kwargs)):
+        if grid is None and block is None and stream is None and not shared_mem:
+            # The common call in C (pygpukit_driver.FastOp): arguments matched by name and
+            # packed, the grid from the size parameter; anything else comes back to
+            # _call_default.
+            self._fast(*args, **kwargs)
             return
+        self._call_with(args, kwargs, grid, block, shared_mem, stream)
+
+    def _call_default(self, *args: Any, **kwargs: Any) -> None:
+        """A call with the default launch options, past the C fast path."""
+        if not self._call_fast(args, kwargs):
+            self._call_with(args, kwargs, None, None, 0, None)
+
+    def _call_with(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
+                   shared_mem: int, stream: Any) -> None:
+        """The checking path: every argument converted and checked, errors name the parameter."""
         launcher, values, target, _ = self._prepare(args, kwargs, grid, block, shared_mem,
                                                     stream)
         if self._context_handle is None or self._current_context() != self._context_handle:
@@ -301,6 +317,27 @@ class JITKernel:
         except (TypeError, ValueError, OverflowError) as exc:
             self._explain(exc, args, kwargs)
             raise
+
+    def _fast_plan(self, *_: Any) -> dict[str, Any] | None:
+        """The C fast path's plan of this kernel's calls (None: always the Python path)."""
+        import pygpukit_driver as drv
+
+        if (self._size_index is None or self._converts or self._nparams > 32
+                or self._context_handle is None):
+            return None
+        plan = _fastpath.runtime_part(self._runtime, None)
+        if plan is None:
+            return None
+        plan.update(
+            launcher=drv.Launcher(self._function, 1, self.block_size, self._arg_types),
+            names=tuple(self._names),
+            pointees=tuple(p.pointee if p.pointer else None for p in self.params),
+            param_kinds=tuple((2 if p.writable else 1) if p.pointer else 0
+                              for p in self.params),
+            size_index=self._size_index, block_size=self.block_size, runtime=self._runtime,
+            context=self._context_handle, op=0, out_dtype=None, out_itemsize=0, out_code=0,
+            codes=[], conv=[], max_n=0)
+        return plan
 
     def _call_fast(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Launch the common call in one pass, or return False.
