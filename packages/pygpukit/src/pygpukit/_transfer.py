@@ -133,7 +133,7 @@ def _packed(array: GPUArray) -> GPUArray:
     """
     if array.is_contiguous():
         return array
-    writer: Stream = array._block.writer  # type: ignore[assignment]
+    writer: Stream = array._block.writer
     stream = _stream_of(array._rt)
     if writer is not stream:
         stream.wait_event(writer.record())
@@ -145,7 +145,7 @@ def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
     source = _packed(array)
     host = np.empty(array.shape, array.dtype)
     if host.nbytes:
-        stream: Stream = source._block.writer  # type: ignore[assignment]
+        stream: Stream = source._block.writer
         array._rt.download(source, host.reshape(-1).view(np.uint8).data, stream)
     return host
 
@@ -162,13 +162,13 @@ def to_device(array: GPUArray, device: Any) -> GPUArray:
     out = empty_on(runtime, array.shape, array.dtype)
     stream = _stream_of(runtime)
     if out.nbytes:
-        writer: Stream = source._block.writer  # type: ignore[assignment]
+        writer: Stream = source._block.writer
         stream.wait_event(writer.record())
         touch(stream, written=out)
         runtime.copy_from_device(source, out, stream)
         # The source's memory may be reused only after the copy: its allocating stream waits
         # for it (events work across devices; nothing waits on the host).
-        owner: Stream = source._block.stream  # type: ignore[assignment]
+        owner: Stream = source._block.stream
         owner.wait_event(stream.record())
     return out
 
