@@ -156,11 +156,8 @@ from pygpukit._ops import (
 #: The standard's functions that other parts of PyGPUkit provide (sorting and scans, sets,
 #: indexing): module -> names, looked up when first used.
 _DEFERRED: dict[str, tuple[str, ...]] = {
-    "pygpukit._sorting": ("argsort", "cumulative_prod", "cumulative_sum", "diff",
-                          "searchsorted", "sort", "unique_all", "unique_counts",
-                          "unique_inverse", "unique_values"),
-    "pygpukit._indexing": ("flip", "nonzero", "repeat", "roll", "take", "take_along_axis",
-                           "tile"),
+    "pygpukit._sorting": ("searchsorted",),
+    "pygpukit._indexing": ("flip", "nonzero", "repeat", "roll", "take", "tile"),
 }
 _DEFERRED_NAMES = {name: module for module, names in _DEFERRED.items() for name in names}
 
