@@ -335,12 +335,13 @@ PyObject* cache_remove(PyObject* o, PyObject* const* a, Py_ssize_t n) {
 PyObject* cache_take_all(PyObject* o, PyObject*) {
     PyObject* out = cache_items(o, nullptr);
     if (out == nullptr) return nullptr;
-    auto* c = as_cache(o);
-    for (auto& kv : *c->buckets) {
+    // Moved out first: a DECREF below may run code that uses the cache.
+    std::unordered_map<Key, Bucket, KeyHash> taken;
+    taken.swap(*as_cache(o)->buckets);
+    for (auto& kv : taken) {
         for (Entry& e : kv.second.entries) Py_DECREF(e.payload);
         Py_DECREF(kv.first.stream);
     }
-    c->buckets->clear();
     return out;
 }
 

@@ -372,6 +372,23 @@ const Plan* find_plan(FastOpObject* self, PyObject* rt, PyObject* k0, PyObject* 
 }
 
 // -- the fast path -----------------------------------------------------------------------------
+// A strong reference dropped at scope exit (the GIL is held there).
+struct Ref {
+    PyObject* o = nullptr;
+    Ref() = default;
+    explicit Ref(PyObject* x) : o(x) {}
+    Ref(const Ref&) = delete;
+    Ref& operator=(const Ref&) = delete;
+    ~Ref() { Py_XDECREF(o); }
+};
+
+// The plan of a call, copied out of the table with its owner held: another thread may clear
+// the table (set_matmul_precision) while this one has released the GIL to launch.
+struct HeldPlan {
+    Plan plan;
+    Ref owner;
+    explicit HeldPlan(const Plan* p) : plan(*p), owner(Py_NewRef(p->owner)) {}
+};
 struct Params {
     alignas(16) unsigned char storage[20 * 8];
     void* p[20];
@@ -433,8 +450,8 @@ std::uint64_t operand_address(PyObject* a, PyObject* stream) {
     return cached_block_address(b) + static_cast<std::uint64_t>(o);
 }
 
-// The calling thread's current stream on the plan's device (borrowed), or nullptr when it is
-// one the fast path leaves alone (a graph capture).  Runs the stream's before-launch hook.
+// The calling thread's current stream on the plan's device (a new reference), or nullptr when
+// it is one the fast path leaves alone (a graph capture).  Runs the stream's before-launch hook.
 PyObject* current_stream(const Plan* p, bool* failed) {
     *failed = false;
     PyObject* stream = p->default_stream;
@@ -470,7 +487,6 @@ PyObject* current_stream(const Plan* p, bool* failed) {
         }
         Py_DECREF(r);
     }
-    Py_DECREF(stream);  // still referenced by the stack or the runtime
     return stream;
 }
 
@@ -648,8 +664,10 @@ PyObject* run(FastOpObject* self, PyObject* const* args) {
     if (x == nullptr || (self->kind == kWhere && x != ops[0])) return nullptr;
     PyObject* rt = slot(x, g.a_rt);
     if (rt == nullptr) return nullptr;
-    const Plan* p = find_plan(self, rt, k[0], k[1], k[2]);
-    if (p == nullptr) return nullptr;
+    const Plan* found = find_plan(self, rt, k[0], k[1], k[2]);
+    if (found == nullptr) return nullptr;
+    HeldPlan held(found);
+    const Plan* p = &held.plan;
     long long n = contiguous_size(x);
     if (n <= 0) return nullptr;
     PyObject* shape = slot(x, g.a_shape);
@@ -680,6 +698,7 @@ PyObject* run(FastOpObject* self, PyObject* const* args) {
     bool failed;
     PyObject* stream = current_stream(p, &failed);
     if (stream == nullptr) return nullptr;  // failed: the error is set
+    Ref stream_ref(stream);
     std::uint64_t addr[3] = {0, 0, 0};
     for (int i = 0; i < nops; ++i) {
         if (p->conv[i] == kArray && (addr[i] = operand_address(ops[i], stream)) == 0)
@@ -801,8 +820,10 @@ PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t narg
         return nullptr;
     PyObject* dt = slot(a, g.a_dtype);
     if (slot(b, g.a_dtype) != dt || (bias && slot(bias, g.a_dtype) != dt)) return nullptr;
-    const Plan* p = find_plan(self, rt, dt, nullptr, nullptr);
-    if (p == nullptr || p->gemm == nullptr) return nullptr;
+    const Plan* found = find_plan(self, rt, dt, nullptr, nullptr);
+    if (found == nullptr || found->gemm == nullptr) return nullptr;
+    HeldPlan held(found);
+    const Plan* p = &held.plan;
     long long es = p->out_itemsize, m, k, rb, cb, lda, ldb;
     if (layout_2d(a, es, &m, &k, &lda) != 0) return nullptr;
     int lb = layout_2d(b, es, &rb, &cb, &ldb);
@@ -824,6 +845,7 @@ PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t narg
     bool failed;
     PyObject* stream = current_stream(p, &failed);
     if (stream == nullptr) return nullptr;
+    Ref stream_ref(stream);
     std::uint64_t pa = operand_address(a, stream), pb = operand_address(b, stream);
     std::uint64_t pbias = bias != nullptr ? operand_address(bias, stream) : 0;
     if (pa == 0 || pb == 0 || (bias != nullptr && pbias == 0)) return nullptr;
@@ -925,9 +947,12 @@ bool same_name(PyObject* a, PyObject* b) {
 PyObject* run_jit(FastOpObject* self, PyObject* const* args, Py_ssize_t nargs,
                   PyObject* kwnames) {
     Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
-    const Plan* p = find_plan(self, Py_None, nullptr, nullptr, nullptr);
-    if (p == nullptr || p->names == nullptr || nargs + nkw != p->nparams || p->nparams > 32)
+    const Plan* found = find_plan(self, Py_None, nullptr, nullptr, nullptr);
+    if (found == nullptr || found->names == nullptr || nargs + nkw != found->nparams ||
+        found->nparams > 32)
         return nullptr;
+    HeldPlan held(found);
+    const Plan* p = &held.plan;
     PyObject* values[32] = {};
     for (Py_ssize_t i = 0; i < nargs; ++i) values[i] = args[i];
     for (Py_ssize_t j = 0; j < nkw; ++j) {
@@ -956,6 +981,7 @@ PyObject* run_jit(FastOpObject* self, PyObject* const* args, Py_ssize_t nargs,
     bool failed;
     PyObject* stream = current_stream(p, &failed);
     if (stream == nullptr) return nullptr;
+    Ref stream_ref(stream);
     int ntypes = 0;
     const char* types = launcher_arg_types(p->launcher, &ntypes);
     if (ntypes != p->nparams) return nullptr;
