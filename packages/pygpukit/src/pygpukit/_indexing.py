@@ -31,6 +31,7 @@ from pygpukit import _array, _layout, _math
 from pygpukit._array import GPUArray
 from pygpukit._context import state as _context_state
 from pygpukit._dtypes import normalize_dtype
+from pygpukit._fastpath import Kind, fast
 from pygpukit._indexplan import IndexMode, IndexPlan
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import assign, check_same_device, copy_into, empty_on, touch, upload
@@ -559,6 +560,7 @@ def argwhere(a: GPUArray) -> GPUArray:
     return _nonzero_matrix(a).T.copy()
 
 
+@fast(Kind.WHERE, "where")  # the three-argument call of small arrays: in C
 def where(cond: Any, a: Any = _MISSING, b: Any = _MISSING, *,
           out: GPUArray | None = None) -> Any:
     """Elements of ``a`` where ``cond`` is true, else of ``b``; ``where(cond)`` is ``nonzero``.
@@ -573,7 +575,7 @@ def where(cond: Any, a: Any = _MISSING, b: Any = _MISSING, *,
         Optional output (three-argument form only).
     """
     if b is not _MISSING:
-        return _math.where(cond, a, b, out=out)
+        return _math.where(cond, a, b) if out is None else _math.where(cond, a, b, out=out)
     if a is not _MISSING:
         raise ValueError("either both or neither of x and y should be given")
     if out is not None:
