@@ -61,7 +61,8 @@ LEGACY: dict[str, str | None] = {
 # The "benchmark" field of a result file -> the name of its file and README block.
 SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch": "launch",
          "jit": "jit", "array": "array", "elementwise": "elementwise",
-         "bench_partition": "partition", "small_ops": "small-ops", "random": "random"}
+         "bench_partition": "partition", "small_ops": "small-ops", "random": "random",
+         "sort": "sort", "indexing": "indexing"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -268,6 +269,28 @@ def math_row(doc: Doc, i: int, ours: dict[str, Any]) -> list[str]:
             cell(doc.fig(ours["pct_of_copy"], f"rows[{i}].pct_of_copy"), 1, "%"),
             ratio_cell(speed, better="higher", digits=3, unit=TIMES),
             judge(doc, speed, better="higher")]
+
+
+def render_sort(doc: Doc) -> str:
+    """bench_sort: sorts in keys per second, the scan as % of copy, each beside torch's."""
+    rows = []
+    for i, r in enumerate(doc.get("rows")):
+        if "speed_vs_torch" not in r:
+            continue
+        speed = doc.fig(r["speed_vs_torch"], f"rows[{i}].speed_vs_torch")
+        if "Gkeys/s" in r:
+            rate = (cell(doc.fig(r["Gkeys/s"], f"rows[{i}].Gkeys/s"), 2) + " / "
+                    + cell(doc.fig(r["torch_Gkeys/s"], f"rows[{i}].torch_Gkeys/s"), 2)
+                    + " Gkeys/s")
+        else:
+            rate = (cell(doc.fig(r["pct_of_copy"], f"rows[{i}].pct_of_copy"), 1, "%") + " / "
+                    + cell(doc.fig(r["torch_pct_of_copy"], f"rows[{i}].torch_pct_of_copy"), 1,
+                           "%") + " of copy")
+        target = f"{r['target']}: {r['target_verdict']}" if "target" in r else ""
+        rows.append([r["op"], rate, ratio_cell(speed, better="higher", digits=3, unit=TIMES),
+                     judge(doc, speed, better="higher"), target])
+    return "\n".join([source_line(doc), "", table(
+        ["op", "ours / torch", "speed vs torch", "", "target"], "lrrll", rows)])
 
 
 def render_readme_math(doc: Doc) -> str:
@@ -596,6 +619,8 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "jit": render_jit, "partition": render_partition, "copy-cast": render_copy_cast,
     "array": render_array, "launch": render_launch, "elementwise": render_elementwise,
     "random": render_math,  # bandwidth rows paired with torch, as bench_math's
+    "indexing": render_math,  # likewise
+    "sort": render_sort,
 }
 README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {
     "readme-math": ("math", render_readme_math),
