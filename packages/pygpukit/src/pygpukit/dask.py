@@ -1,0 +1,266 @@
+"""Dask integration: GPUArrays as the chunks of ``dask.array``, moved and spilled by Dask.
+
+``import pygpukit.dask`` (or importing ``pygpukit`` in a process where ``dask`` is already
+imported, as in every Dask worker) registers what Dask looks up per chunk type, the way Dask
+itself does for CuPy (``dask/array/backends.py``, ``distributed/protocol/cupy.py``):
+
+* ``dask.array`` dispatch: ``concatenate_lookup``, ``tensordot_lookup``, ``einsum_lookup``,
+  ``take_lookup``, ``empty_lookup``, ``numel_lookup``, ``percentile_lookup`` and
+  ``to_numpy_dispatch`` for :class:`~pygpukit.GPUArray` (everything else reaches PyGPUkit
+  through NumPy's protocols, NEP 13/18);
+* ``dask.sizeof.sizeof``: a GPUArray's ``nbytes`` (Dask's memory accounting and spilling);
+* ``distributed``'s ``dask`` serialization family: a header (shape, dtype) and one frame of
+  the elements' host bytes in C order; the ``pickle`` family works through GPUArray's own
+  pickling (``copyreg``: a host copy, rebuilt on the unpickling process's current device).
+  A chunk stays on its worker's device between tasks; it is copied to the host only to move
+  to another worker or to be spilled by Dask.
+
+:class:`PartitionPlugin` (needs ``distributed``) runs every task of a worker inside a
+PyGPUkit partition (``pygpukit-sched``), so a Dask job can be a Burstable or BestEffort
+tenant beside a Guaranteed service on the same GPU.
+
+Examples
+--------
+>>> import dask.array as da, numpy as np, pygpukit as gp, pygpukit.dask
+>>> x = gp.asarray(np.arange(12.0).reshape(3, 4))
+>>> d = da.from_array(x, chunks=(2, 2), asarray=False, meta=gp.empty((0, 0), x.dtype))
+>>> (d ** 2).sum().compute()            # a GPUArray
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import dask.array as _da
+import numpy as np
+from dask.array import dispatch as _dispatch
+from dask.sizeof import sizeof as _sizeof
+
+from pygpukit import _creation, _einsum, _indexing, _linalg_extra, _ops, _partition, _sorting
+from pygpukit._array import GPUArray
+from pygpukit._dtypes import normalize_dtype
+
+__all__ = ["PartitionPlugin", "chunk_meta", "from_array", "register"]
+
+_registered = False
+
+
+# -- dask.array dispatch ---------------------------------------------------------------------------
+def _concatenate(arrays: Any, axis: int = 0) -> GPUArray:
+    return _ops.concatenate(list(arrays), axis)
+
+
+def _tensordot(a: GPUArray, b: GPUArray, axes: Any = 2) -> GPUArray:
+    return _linalg_extra.tensordot(a, b, axes)
+
+
+def _einsum_chunk(*operands: Any, **kwargs: Any) -> GPUArray:
+    # Dask passes NumPy's ``casting`` / ``order``; PyGPUkit's einsum computes in the
+    # operands' result dtype, C order, and takes ``dtype`` / ``optimize`` as NumPy does.
+    kwargs.pop("casting", None)
+    kwargs.pop("order", None)
+    dtype = kwargs.pop("dtype", None)
+    result = _einsum.einsum(*operands, **kwargs)
+    return result if dtype is None else result.astype(dtype, copy=False)
+
+
+def _take(a: GPUArray, indices: Any, axis: int | None = None) -> GPUArray:
+    return _indexing.take(a, indices, axis=axis)
+
+
+def _empty(shape: Any, dtype: Any = None, **kwargs: Any) -> GPUArray:
+    if kwargs.get("order", "C") != "C":
+        raise ValueError(f"empty: order={kwargs['order']!r}: GPUArrays are C-ordered here")
+    return _creation.empty(shape, np.dtype(float) if dtype is None else dtype)
+
+
+def _numel(x: GPUArray, **kwargs: Any) -> GPUArray | np.floating[Any]:
+    """Elements reduced over ``axis`` per output element (Dask's ``mean``/``var`` count),
+    as a GPUArray so that the chunk's moments stay on the device."""
+    dtype = kwargs.get("dtype", np.float64) or np.float64
+    keepdims = bool(kwargs.get("keepdims", False))
+    axis = kwargs.get("axis")
+    if axis is None:
+        count = math.prod(x.shape)
+        if not keepdims:
+            return np.dtype(dtype).type(count)  # type: ignore[no-any-return]
+        return _creation.full((1,) * x.ndim, count, dtype)
+    axes = {a % x.ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+    count = math.prod(x.shape[a] for a in axes)
+    shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes)
+    return _creation.full(shape, count, dtype)
+
+
+def _percentile(a: GPUArray, q: Any, method: str = "linear") -> tuple[np.ndarray[Any, Any], int]:
+    """Dask's per-chunk percentile: ``(values, n)`` for ``da.percentile`` (a 1-D chunk).
+
+    The chunk is sorted on the device; the few values the percentiles need come to the host
+    (Dask merges the chunks' percentiles with NumPy, as it does for CuPy's chunks).
+    """
+    if a.ndim != 1:
+        raise ValueError(f"percentile: a dask chunk must be 1-D; got shape {a.shape}")
+    n = a.shape[0]
+    qs = np.asarray(q, dtype=np.float64)
+    if not n:
+        return np.full(qs.shape, np.nan), 0
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise ValueError(f"percentile: method={method!r} is not one of 'linear', 'lower', "
+                         "'higher', 'nearest', 'midpoint'")
+    sorted_host = _sorting.sort(a).to_numpy()
+    return np.percentile(sorted_host, qs, method=method), n
+
+
+def _to_numpy(data: GPUArray, **kwargs: Any) -> np.ndarray[Any, Any]:
+    return data.to_numpy()
+
+
+def _sizeof_gpuarray(x: GPUArray) -> int:
+    return int(x.nbytes)
+
+
+def _register_distributed() -> None:
+    try:
+        from distributed.protocol.serialize import dask_deserialize, dask_serialize
+    except ImportError:  # dask without distributed: nothing to serialize for
+        return
+
+    @dask_serialize.register(GPUArray)  # type: ignore[untyped-decorator]
+    def _serialize(x: GPUArray) -> tuple[dict[str, Any], list[memoryview]]:
+        host = np.ascontiguousarray(x.to_numpy())
+        header = {"shape": list(host.shape), "dtype": host.dtype.name,
+                  "strides": list(host.strides)}
+        return header, [memoryview(host.reshape(-1).view(np.uint8))]
+
+    @dask_deserialize.register(GPUArray)  # type: ignore[untyped-decorator]
+    def _deserialize(header: dict[str, Any], frames: list[Any]) -> GPUArray:
+        (frame,) = frames
+        dtype = normalize_dtype(header["dtype"])
+        host = np.frombuffer(frame, dtype=np.uint8).view(dtype).reshape(header["shape"])
+        return _creation.from_numpy(host)
+
+
+def register() -> None:
+    """Register GPUArray with ``dask.array``, ``dask.sizeof`` and ``distributed`` (idempotent).
+
+    Called when this module is imported; calling it again does nothing.
+    """
+    global _registered
+    if _registered:
+        return
+    _dispatch.concatenate_lookup.register(GPUArray, _concatenate)
+    _dispatch.tensordot_lookup.register(GPUArray, _tensordot)
+    _dispatch.einsum_lookup.register(GPUArray, _einsum_chunk)
+    _dispatch.take_lookup.register(GPUArray, _take)
+    _dispatch.empty_lookup.register(GPUArray, _empty)
+    _dispatch.numel_lookup.register(GPUArray, _numel)
+    _dispatch.percentile_lookup.register(GPUArray, _percentile)
+    _dispatch.to_numpy_dispatch.register(GPUArray, _to_numpy)
+    _sizeof.register(GPUArray, _sizeof_gpuarray)
+    _register_distributed()
+    _registered = True
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+def chunk_meta(ndim: int, dtype: Any = np.float32) -> GPUArray:
+    """The ``meta`` of a dask array with GPUArray chunks: an empty GPUArray of ``ndim`` dims.
+
+    Pass it as ``meta=`` to ``da.from_array``, ``map_blocks`` or ``from_delayed`` so that Dask
+    knows the chunk type without calling the function on fake data.
+    """
+    if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 0:
+        raise ValueError(f"chunk_meta: ndim must be a non-negative int; got {ndim!r}")
+    return _creation.empty((0,) * ndim, dtype)
+
+
+def from_array(x: GPUArray, chunks: Any = "auto", **kwargs: Any) -> _da.Array:
+    """``dask.array.from_array(x, chunks, asarray=False, meta=<empty GPUArray>)``.
+
+    Each chunk is a view of ``x`` (basic slicing), on ``x``'s device.  Keyword arguments go to
+    ``dask.array.from_array``.
+    """
+    if not isinstance(x, GPUArray):
+        raise TypeError(f"from_array: x must be a pygpukit.GPUArray; got {type(x).__name__} "
+                        "(for NumPy data: dask.array.from_array(data, chunks)"
+                        ".map_blocks(pygpukit.asarray))")
+    kwargs.setdefault("asarray", False)
+    kwargs.setdefault("meta", chunk_meta(x.ndim, x.dtype))
+    return _da.from_array(x, chunks=chunks, **kwargs)
+
+
+# -- distributed: a partition per worker -----------------------------------------------------------
+try:
+    from distributed import WorkerPlugin as _WorkerPlugin
+    from distributed.threadpoolexecutor import ThreadPoolExecutor as _DaskThreadPool
+except ImportError:  # pragma: no cover - exercised only without distributed
+    _WorkerPlugin = object
+    _DaskThreadPool = None
+
+
+def _in_partition(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    with _partition.partition(name):
+        return fn(*args, **kwargs)
+
+
+if _DaskThreadPool is not None:
+    class PartitionThreadPoolExecutor(_DaskThreadPool):  # type: ignore[misc]
+        """A worker's task thread pool whose tasks run inside the partition ``name``."""
+
+        def __init__(self, name: str, max_workers: int, thread_name_prefix: str) -> None:
+            super().__init__(max_workers, thread_name_prefix=thread_name_prefix)
+            self.partition_name = name
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            return super().submit(_in_partition, self.partition_name, fn, *args, **kwargs)
+
+
+class PartitionPlugin(_WorkerPlugin):  # type: ignore[misc,valid-type]
+    """A ``distributed`` worker plugin: each worker's tasks run in a PyGPUkit partition.
+
+    On each worker (its current device) it creates the partition
+    ``gp.create_partition(name, memory=..., memory_request=..., compute=..., qos=...,
+    priority=...)`` and replaces the worker's default task thread pool by one that enters
+    the partition around every task, so every GPUArray a task allocates is charged to it and
+    every kernel runs on its stream.  ``client.register_plugin(PartitionPlugin("dask",
+    memory=8 << 30, qos="burstable"))`` makes a Dask job a Burstable tenant.  Needs
+    ``pygpukit-sched`` on the workers (``pip install 'pygpukit[sched]'``).
+
+    Parameters
+    ----------
+    name
+        The partition's name on each worker's device.
+    memory, memory_request, compute, qos, priority
+        As for :func:`pygpukit.create_partition`.
+    """
+
+    def __init__(self, name: str = "dask", *, memory: int | None = None,
+                 memory_request: int | None = None, compute: float | None = None,
+                 qos: str | None = None, priority: int = 0) -> None:
+        if _DaskThreadPool is None:
+            raise ImportError("PartitionPlugin needs the distributed package "
+                              "(pip install distributed)")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"PartitionPlugin: name must be a non-empty str; got {name!r}")
+        self.name = f"pygpukit-partition-{name}"
+        self.partition_name = name
+        self.options: dict[str, Any] = {"memory": memory, "memory_request": memory_request,
+                                        "compute": compute, "qos": qos, "priority": priority}
+
+    def setup(self, worker: Any) -> None:
+        """Create the partition on the worker's device and wrap its task thread pool."""
+        _partition.create_partition(self.partition_name, **self.options)
+        old = worker.executors["default"]
+        worker.executors["default"] = PartitionThreadPoolExecutor(
+            self.partition_name, worker.state.nthreads,
+            thread_name_prefix=f"Dask-Partition-{self.partition_name}-Threads")
+        old.shutdown(wait=False)
+
+    def teardown(self, worker: Any) -> None:
+        """Delete the partition (its live arrays stay valid, charged to nobody)."""
+        try:
+            _partition.delete_partition(self.partition_name, force=True)
+        except KeyError:  # already deleted by the user's own code on the worker
+            pass
+
+
+register()
