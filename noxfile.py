@@ -187,7 +187,8 @@ def tests(session: nox.Session) -> None:
     # cuobjdump (NVIDIA's wheel; 13.2 is its oldest) lets the kernels' tests read the fatbins'
     # SASS archs: in CI a missing tool is a failure, not a skip.
     session.install("pytest>=8", "hypothesis>=6.100", "mypy==2.4.1",
-                    "nvidia-cuda-cuobjdump>=13.2,<14")
+                    "nvidia-cuda-cuobjdump>=13.2,<14", "dask[array]>=2024.8",
+                    "distributed>=2024.8")
     session.run("python", "ci/check_install_matrix.py", str(DIST))
     # From a folder outside the source tree, so only the installed packages can be imported.
     tmp = session.create_tmp()

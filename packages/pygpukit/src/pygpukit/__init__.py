@@ -259,4 +259,4 @@ __all__ = [
 import sys as _sys  # noqa: E402
 
 if "dask" in _sys.modules:
-    from pygpukit import dask as _dask  # noqa: F401, E402
+    from pygpukit import dask as _dask  # noqa: F401

@@ -202,7 +202,7 @@ def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
     return array.to_numpy()
 
 
-# -- pickling ----------------------------------------------------------------------------------------
+# -- pickling --------------------------------------------------------------------------------------
 def _rebuild(host: np.ndarray[Any, Any]) -> GPUArray:
     """Unpickle a GPUArray: its host bytes copied to the current device (``pickle`` support)."""
     return from_numpy(host)

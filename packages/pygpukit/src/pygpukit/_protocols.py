@@ -25,8 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit import (_array, _array_api, _creation, _einsum, _elementwise, _layout,
-                      _linalg_extra, _ops)
+from pygpukit import (
+    _array,
+    _array_api,
+    _creation,
+    _einsum,
+    _elementwise,
+    _layout,
+    _linalg_extra,
+    _ops,
+)
 from pygpukit._array import GPUArray
 from pygpukit._linalg import matmul
 from pygpukit._optable import BINARY, UNARY
@@ -376,7 +384,7 @@ _DEFERRED = ("sort", "argsort", "cumsum", "cumprod", "diff", "searchsorted", "un
 
 
 
-# -- creation with ``like=`` and partitions (what dask.array calls on its chunks) -------------------
+# -- creation with ``like=``, partitions, flat indices (what dask.array calls on its chunks) ------
 # NumPy dispatches ``np.asarray(data, like=x)`` / ``np.empty(shape, like=x)`` ... to
 # ``x.__array_function__``: the caller asked for an array of x's type, so host data is copied to
 # the device here (an explicit request, unlike ``np.asarray(gpu_array)``, which still refuses).
@@ -407,7 +415,8 @@ def _like_filled(name: str) -> Callable[..., GPUArray]:
                 ) -> GPUArray:
         _reject(f"numpy.{name}(like=GPUArray)", order=(order, "C"), device=(device, None))
         kind = np.dtype(float) if dtype is None else dtype
-        return getattr(_creation, name)(shape, kind)
+        make: Callable[..., GPUArray] = getattr(_creation, name)
+        return make(shape, kind)
     return adapter
 
 
@@ -426,8 +435,11 @@ def _like_arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None,
 
 
 def _partition(name: str) -> Callable[..., GPUArray]:
-    """``partition`` / ``argpartition`` as a full sort: a sorted array is a valid partition for
-    every ``kth`` (NumPy leaves the order within each side unspecified)."""
+    """``partition`` / ``argpartition`` as a full sort.
+
+    A sorted array is a valid partition for every ``kth`` (NumPy leaves the order within each
+    side unspecified).
+    """
     def adapter(a: GPUArray, kth: Any, axis: int | None = -1, kind: str = "introselect",
                 order: Any = None) -> GPUArray:
         _reject(f"numpy.{name}", kind=(kind, "introselect"), order=(order, None))
@@ -441,7 +453,63 @@ def _partition(name: str) -> Callable[..., GPUArray]:
     return adapter
 
 
+def _unravel_index(indices: GPUArray, shape: Any, order: str = "C") -> tuple[GPUArray, ...]:
+    """``unravel_index`` on the device: integer division and remainder per axis."""
+    _reject("numpy.unravel_index", order=(order, "C"))
+    dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"numpy.unravel_index: indices must be integers; got {indices.dtype}")
+    size = 1
+    for n in dims:
+        size *= n
+    if size == 0 and indices.size:
+        raise ValueError(f"numpy.unravel_index: no index is valid for shape {dims}")
+    if indices.size and bool(_ops.logical_or(_ops.any(_ops.less(indices, 0)),
+                                             _ops.any(_ops.greater_equal(indices, size))).item()):
+        raise ValueError(f"numpy.unravel_index: an index is out of bounds for shape {dims} "
+                         f"(size {size})")
+    coords: list[GPUArray] = []
+    rest = indices.astype(np.int64, copy=False)
+    for n in reversed(dims):
+        coords.append(_ops.remainder(rest, n))
+        rest = _ops.floor_divide(rest, n)
+    return tuple(reversed(coords))
+
+
+def _ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise",
+                       order: str = "C") -> GPUArray:
+    """``ravel_multi_index`` on the device: the flat C-order index of each coordinate tuple."""
+    _reject("numpy.ravel_multi_index", order=(order, "C"))
+    shape = (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(int(n) for n in dims)
+    coords = list(multi_index)
+    if len(coords) != len(shape):
+        raise ValueError(f"numpy.ravel_multi_index: {len(coords)} coordinate arrays for "
+                         f"{len(shape)} dimensions {shape}")
+    modes = (mode,) * len(shape) if isinstance(mode, str) else tuple(mode)
+    flat: GPUArray | None = None
+    for axis, (coord, n, how) in enumerate(zip(coords, shape, modes, strict=True)):
+        c = coord.astype(np.int64, copy=False) if isinstance(coord, GPUArray) else \
+            _creation.asarray(np.asarray(coord, dtype=np.int64))
+        if how == "wrap":
+            c = _ops.remainder(c, n)
+        elif how == "clip":
+            c = _ops.clip(c, 0, n - 1)
+        elif how != "raise":
+            raise ValueError(f"numpy.ravel_multi_index: mode {how!r} is not 'raise', 'wrap' "
+                             "or 'clip'")
+        elif c.size and bool(_ops.logical_or(_ops.any(_ops.less(c, 0)),
+                                             _ops.any(_ops.greater_equal(c, n))).item()):
+            raise ValueError(f"numpy.ravel_multi_index: invalid entry in coordinates of axis "
+                             f"{axis} (size {n})")
+        flat = c if flat is None else _ops.add(_ops.multiply(flat, n), c)
+    if flat is None:
+        raise ValueError("numpy.ravel_multi_index: at least one dimension is required")
+    return flat
+
+
 _ADAPTERS.update({
+    "ravel_multi_index": _ravel_multi_index,
+    "unravel_index": _unravel_index,
     "asarray": _like_asarray, "asanyarray": _like_asarray, "array": _like_array,
     "empty": _like_filled("empty"), "zeros": _like_filled("zeros"),
     "ones": _like_filled("ones"), "full": _like_full, "arange": _like_arange,

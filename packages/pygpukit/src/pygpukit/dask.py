@@ -5,9 +5,10 @@ imported, as in every Dask worker) registers what Dask looks up per chunk type, 
 itself does for CuPy (``dask/array/backends.py``, ``distributed/protocol/cupy.py``):
 
 * ``dask.array`` dispatch: ``concatenate_lookup``, ``tensordot_lookup``, ``einsum_lookup``,
-  ``take_lookup``, ``empty_lookup``, ``numel_lookup``, ``percentile_lookup`` and
-  ``to_numpy_dispatch`` for :class:`~pygpukit.GPUArray` (everything else reaches PyGPUkit
-  through NumPy's protocols, NEP 13/18);
+  ``take_lookup``, ``empty_lookup``, ``numel_lookup`` and ``to_numpy_dispatch`` for
+  :class:`~pygpukit.GPUArray` (everything else reaches PyGPUkit through NumPy's protocols,
+  NEP 13/18).  ``da.percentile`` merges the chunks' percentiles with NumPy: run it on
+  ``x.map_blocks(pygpukit.to_numpy)``;
 * ``dask.sizeof.sizeof``: a GPUArray's ``nbytes`` (Dask's memory accounting and spilling);
 * ``distributed``'s ``dask`` serialization family: a header (shape, dtype) and one frame of
   the elements' host bytes in C order; the ``pickle`` family works through GPUArray's own
@@ -29,6 +30,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -37,7 +39,7 @@ import numpy as np
 from dask.array import dispatch as _dispatch
 from dask.sizeof import sizeof as _sizeof
 
-from pygpukit import _creation, _einsum, _indexing, _linalg_extra, _ops, _partition, _sorting
+from pygpukit import _creation, _einsum, _indexing, _linalg_extra, _ops, _partition
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import normalize_dtype
 
@@ -76,8 +78,11 @@ def _empty(shape: Any, dtype: Any = None, **kwargs: Any) -> GPUArray:
 
 
 def _numel(x: GPUArray, **kwargs: Any) -> GPUArray | np.floating[Any]:
-    """Elements reduced over ``axis`` per output element (Dask's ``mean``/``var`` count),
-    as a GPUArray so that the chunk's moments stay on the device."""
+    """Elements reduced over ``axis`` per output element (Dask's ``mean``/``var`` count).
+
+    A GPUArray (a NumPy scalar for a whole-array count), so the chunk's moments stay on the
+    device.
+    """
     dtype = kwargs.get("dtype", np.float64) or np.float64
     keepdims = bool(kwargs.get("keepdims", False))
     axis = kwargs.get("axis")
@@ -90,25 +95,6 @@ def _numel(x: GPUArray, **kwargs: Any) -> GPUArray | np.floating[Any]:
     count = math.prod(x.shape[a] for a in axes)
     shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes)
     return _creation.full(shape, count, dtype)
-
-
-def _percentile(a: GPUArray, q: Any, method: str = "linear") -> tuple[np.ndarray[Any, Any], int]:
-    """Dask's per-chunk percentile: ``(values, n)`` for ``da.percentile`` (a 1-D chunk).
-
-    The chunk is sorted on the device; the few values the percentiles need come to the host
-    (Dask merges the chunks' percentiles with NumPy, as it does for CuPy's chunks).
-    """
-    if a.ndim != 1:
-        raise ValueError(f"percentile: a dask chunk must be 1-D; got shape {a.shape}")
-    n = a.shape[0]
-    qs = np.asarray(q, dtype=np.float64)
-    if not n:
-        return np.full(qs.shape, np.nan), 0
-    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
-        raise ValueError(f"percentile: method={method!r} is not one of 'linear', 'lower', "
-                         "'higher', 'nearest', 'midpoint'")
-    sorted_host = _sorting.sort(a).to_numpy()
-    return np.percentile(sorted_host, qs, method=method), n
 
 
 def _to_numpy(data: GPUArray, **kwargs: Any) -> np.ndarray[Any, Any]:
@@ -127,10 +113,11 @@ def _register_distributed() -> None:
 
     @dask_serialize.register(GPUArray)  # type: ignore[untyped-decorator]
     def _serialize(x: GPUArray) -> tuple[dict[str, Any], list[memoryview]]:
-        host = np.ascontiguousarray(x.to_numpy())
+        host = x.to_numpy()
+        host = host if host.flags.c_contiguous else host.copy(order="C")  # keeps 0-d arrays
         header = {"shape": list(host.shape), "dtype": host.dtype.name,
                   "strides": list(host.strides)}
-        return header, [memoryview(host.reshape(-1).view(np.uint8))]
+        return header, [host.reshape(-1).view(np.uint8).data]
 
     @dask_deserialize.register(GPUArray)  # type: ignore[untyped-decorator]
     def _deserialize(header: dict[str, Any], frames: list[Any]) -> GPUArray:
@@ -154,14 +141,13 @@ def register() -> None:
     _dispatch.take_lookup.register(GPUArray, _take)
     _dispatch.empty_lookup.register(GPUArray, _empty)
     _dispatch.numel_lookup.register(GPUArray, _numel)
-    _dispatch.percentile_lookup.register(GPUArray, _percentile)
     _dispatch.to_numpy_dispatch.register(GPUArray, _to_numpy)
     _sizeof.register(GPUArray, _sizeof_gpuarray)
     _register_distributed()
     _registered = True
 
 
-# -- helpers -----------------------------------------------------------------------------------------
+# -- helpers ---------------------------------------------------------------------------------------
 def chunk_meta(ndim: int, dtype: Any = np.float32) -> GPUArray:
     """The ``meta`` of a dask array with GPUArray chunks: an empty GPUArray of ``ndim`` dims.
 
@@ -214,7 +200,7 @@ if _DaskThreadPool is not None:
             return super().submit(_in_partition, self.partition_name, fn, *args, **kwargs)
 
 
-class PartitionPlugin(_WorkerPlugin):  # type: ignore[misc,valid-type]
+class PartitionPlugin(_WorkerPlugin):  # type: ignore[misc]
     """A ``distributed`` worker plugin: each worker's tasks run in a PyGPUkit partition.
 
     On each worker (its current device) it creates the partition
@@ -257,10 +243,9 @@ class PartitionPlugin(_WorkerPlugin):  # type: ignore[misc,valid-type]
 
     def teardown(self, worker: Any) -> None:
         """Delete the partition (its live arrays stay valid, charged to nobody)."""
-        try:
+        # KeyError: already deleted by the user's own code on the worker.
+        with contextlib.suppress(KeyError):
             _partition.delete_partition(self.partition_name, force=True)
-        except KeyError:  # already deleted by the user's own code on the worker
-            pass
 
 
 register()
