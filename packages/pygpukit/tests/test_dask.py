@@ -6,6 +6,7 @@ Marked ``dask``: without dask/distributed the tests skip locally and fail in CI 
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -214,7 +215,7 @@ def client(backend: str, clusters: dict[str, Any]) -> Any:
     if backend not in clusters:
         cluster = distributed.LocalCluster(
             n_workers=2 if backend == "cpu" else 1, threads_per_worker=1, processes=True,
-            host="127.0.0.1", dashboard_address=None, env={"PYGPUKIT_BACKEND": backend},
+            host="127.0.0.1", dashboard_address=":0", env={"PYGPUKIT_BACKEND": backend},
             worker_class=distributed.Nanny)
         clusters[backend] = (distributed.Client(cluster), cluster)
     c = clusters[backend][0]
@@ -279,3 +280,27 @@ def test_partition_plugin_runs_tasks_in_a_burstable_partition(client: Any) -> No
     assert all("dask-job" not in v for v in names.values())
     with pytest.raises(ValueError, match="non-empty"):
         gpd.PartitionPlugin("")
+
+
+def test_local_gpu_cluster_gives_each_worker_its_device() -> None:
+    assert gpd.visible_devices(0, ["0", "1", "2"]) == "0,1,2"
+    assert gpd.visible_devices(2, ["0", "1", "2"]) == "2,0,1"
+    with pytest.raises(TypeError, match="n_workers"):
+        gpd.LocalGPUCluster([0], n_workers=2)
+    with pytest.raises(ValueError, match="distinct"):
+        gpd.LocalGPUCluster([0, 0])
+    # Two "GPUs" on the CPU simulation: the environment is what a two-GPU host would get.
+    with gpd.LocalGPUCluster([0, 1], env={"PYGPUKIT_BACKEND": "cpu"}, host="127.0.0.1",
+                             dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as c:
+        c.wait_for_workers(2)
+        seen = c.run(lambda: (os.environ["CUDA_VISIBLE_DEVICES"], gp.backend()))
+        assert sorted(seen.values()) == [("0,1", "cpu"), ("1,0", "cpu")]
+        assert sorted(str(w["name"]) for w in c.scheduler_info()["workers"].values()) == \
+            ["0", "1"]
+        a = _data(SHAPE, 6)
+        x, _ = _arrays(a, a)
+        _check(c.compute(x.sum(axis=0)).result(), a.astype(np.float64).sum(axis=0), rtol=1e-4,
+               atol=1e-4)
+        with pytest.raises(ValueError, match="every device"):
+            cluster.new_worker_spec()

@@ -31,6 +31,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 from typing import Any
 
@@ -41,9 +42,11 @@ from dask.sizeof import sizeof as _sizeof
 
 from pygpukit import _creation, _einsum, _indexing, _linalg_extra, _ops, _partition
 from pygpukit._array import GPUArray
+from pygpukit._device import device_count
 from pygpukit._dtypes import normalize_dtype
 
-__all__ = ["PartitionPlugin", "chunk_meta", "from_array", "register"]
+__all__ = ["LocalGPUCluster", "PartitionPlugin", "chunk_meta", "from_array", "register",
+           "visible_devices"]
 
 _registered = False
 
@@ -176,9 +179,11 @@ def from_array(x: GPUArray, chunks: Any = "auto", **kwargs: Any) -> _da.Array:
 
 # -- distributed: a partition per worker -----------------------------------------------------------
 try:
+    from distributed import LocalCluster as _LocalCluster
     from distributed import WorkerPlugin as _WorkerPlugin
     from distributed.threadpoolexecutor import ThreadPoolExecutor as _DaskThreadPool
 except ImportError:  # pragma: no cover - exercised only without distributed
+    _LocalCluster = object
     _WorkerPlugin = object
     _DaskThreadPool = None
 
@@ -246,6 +251,75 @@ class PartitionPlugin(_WorkerPlugin):  # type: ignore[misc]
         # KeyError: already deleted by the user's own code on the worker.
         with contextlib.suppress(KeyError):
             _partition.delete_partition(self.partition_name, force=True)
+
+
+def visible_devices(index: int, devices: list[str]) -> str:
+    """``CUDA_VISIBLE_DEVICES`` for the worker of ``devices[index]``.
+
+    Its device first, then the others in order after it (dask-cuda's order), so device 0 of
+    the worker is its GPU and the others stay reachable (peer copies).
+    """
+    return ",".join(devices[index:] + devices[:index])
+
+
+class LocalGPUCluster(_LocalCluster):  # type: ignore[misc]
+    """A ``distributed.LocalCluster`` with one worker process per GPU, as dask-cuda does.
+
+    Worker ``i`` runs with ``CUDA_VISIBLE_DEVICES`` starting with ``devices[i]``, so PyGPUkit's
+    device 0 in that process is its own GPU; every worker has ``threads_per_worker`` threads
+    (default 1: one stream of tasks per GPU).  ``memory_limit`` (Dask's, per worker) bounds
+    the bytes Dask keeps in memory before it spills to disk; GPUArray chunks count with their
+    ``nbytes``, so a limit below the GPU's memory makes Dask spill GPU chunks to the host.
+
+    Parameters
+    ----------
+    devices
+        GPU ordinals (or UUIDs) to start workers on; default: every device PyGPUkit sees
+        (``pygpukit.device_count()``; 1 on the CPU simulation).
+    threads_per_worker
+        Task threads per worker.
+    env
+        More environment variables for the workers (``PYGPUKIT_BACKEND`` ...).
+    **kwargs
+        For ``distributed.LocalCluster`` (``memory_limit``, ``host``, ``dashboard_address``,
+        ``local_directory`` ...); ``n_workers`` and ``processes`` are set here.
+    """
+
+    def __init__(self, devices: list[int | str] | None = None, *, threads_per_worker: int = 1,
+                 env: dict[str, str] | None = None, **kwargs: Any) -> None:
+        if _DaskThreadPool is None:
+            raise ImportError("LocalGPUCluster needs the distributed package "
+                              "(pip install distributed)")
+        for option in ("n_workers", "processes"):
+            if option in kwargs:
+                raise TypeError(f"LocalGPUCluster: {option} is set by the cluster (one worker "
+                                "process per device); pass devices=")
+        if devices is None:
+            devices = list(range(device_count()))
+        names = [str(d) for d in devices]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"LocalGPUCluster: devices must be distinct and at least one; "
+                             f"got {devices!r}")
+        self.devices = names
+        self._worker_env = dict(env or {})
+        super().__init__(n_workers=0, threads_per_worker=threads_per_worker, processes=True,
+                         **kwargs)
+        self.scale(len(names))
+        if not self.asynchronous:
+            self.sync(self._correct_state)
+
+    def new_worker_spec(self) -> dict[Any, Any]:
+        """The spec of the next worker: the first device without one (scaling up)."""
+        free = [d for d in self.devices if d not in self.worker_spec]
+        if not free:
+            raise ValueError(f"LocalGPUCluster: every device of {self.devices} has a worker")
+        spec = copy.deepcopy(self.new_spec)
+        options = spec.setdefault("options", {})
+        options["env"] = {**options.get("env", {}), **self._worker_env,
+                          "CUDA_VISIBLE_DEVICES": visible_devices(self.devices.index(free[0]),
+                                                                  self.devices)}
+        options["name"] = free[0]
+        return {free[0]: spec}
 
 
 register()
