@@ -278,6 +278,10 @@ def test_partition_plugin_runs_tasks_in_a_burstable_partition(client: Any) -> No
     assert all(v is None for v in client.run(gp.current_partition).values())
     names = client.run(lambda: [p.name for p in gp.list_partitions()])
     assert all("dask-job" not in v for v in names.values())
+    # the workers run tasks again outside any partition
+    outside = [client.submit(lambda: gp.current_partition() is None, pure=False, workers=[w])
+               for w in client.scheduler_info()["workers"]]
+    assert all(client.gather(outside))
     with pytest.raises(ValueError, match="non-empty"):
         gpd.PartitionPlugin("")
 

@@ -247,7 +247,15 @@ class PartitionPlugin(_WorkerPlugin):  # type: ignore[misc]
         old.shutdown(wait=False)
 
     def teardown(self, worker: Any) -> None:
-        """Delete the partition (its live arrays stay valid, charged to nobody)."""
+        """Give the worker a plain task thread pool again and delete the partition.
+
+        The partition's live arrays stay valid, charged to nobody.
+        """
+        ours = worker.executors.get("default")
+        if isinstance(ours, PartitionThreadPoolExecutor):
+            worker.executors["default"] = _DaskThreadPool(
+                worker.state.nthreads, thread_name_prefix="Dask-Default-Threads")
+            ours.shutdown(wait=False)
         # KeyError: already deleted by the user's own code on the worker.
         with contextlib.suppress(KeyError):
             _partition.delete_partition(self.partition_name, force=True)
