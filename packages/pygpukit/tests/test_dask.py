@@ -11,6 +11,7 @@ import pickle
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -187,6 +188,40 @@ def test_protocols_dask_relies_on(backend: str) -> None:
         np.partition(x, 9, axis=1)
     with pytest.raises(TypeError):  # still no implicit host copy of a GPUArray
         np.asarray(x)
+
+
+def test_pygpukit_array_backend(backend: str) -> None:
+    with dask.config.set({"array.backend": "pygpukit"}):
+        made = {"ones": da.ones((10, 6), chunks=4, dtype=np.float32),
+                "zeros": da.zeros(7, chunks=3, dtype=np.int32),
+                "full": da.full((5, 6), 2.5, chunks=(2, 4)),
+                "arange": da.arange(0, 20, 3, chunks=3)}
+        empty = da.empty((4, 4), chunks=2)
+        with pytest.raises(NotImplementedError, match="map_blocks"):
+            da.random.default_rng(0)
+        with pytest.raises(ValueError, match="order"):
+            da.ones((2, 2), chunks=1, order="F")
+    expected = {"ones": np.ones((10, 6), np.float32), "zeros": np.zeros(7, np.int32),
+                "full": np.full((5, 6), 2.5), "arange": np.arange(0, 20, 3)}
+    for name, arr in made.items():
+        assert isinstance(arr._meta, gp.GPUArray), name
+        got = arr.compute(scheduler="threads")
+        assert isinstance(got, gp.GPUArray) and got.dtype == expected[name].dtype, name
+        np.testing.assert_array_equal(got.to_numpy(), expected[name])
+    assert isinstance(empty.compute(), gp.GPUArray) and empty.dtype == np.float64
+    a = _data((9, 5), 7)
+    moved = da.from_array(a, chunks=4).to_backend("pygpukit")
+    assert isinstance(moved._meta, gp.GPUArray) and moved.to_backend("pygpukit") is moved
+    _check((moved * 2).sum(axis=1).compute(), (a.astype(np.float64) * 2).sum(axis=1))
+    back = moved.to_backend("numpy").compute()
+    assert type(back) is np.ndarray
+    np.testing.assert_array_equal(back, a)
+
+
+def test_backend_entry_point_is_declared() -> None:
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert '[project.entry-points."dask.array.backends"]' in pyproject
+    assert 'pygpukit = "pygpukit.dask:PyGPUkitBackendEntrypoint"' in pyproject
 
 
 def test_import_pygpukit_does_not_import_dask_and_registers_after_it() -> None:

@@ -32,12 +32,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
 import math
 from typing import Any
 
 import dask.array as _da
 import numpy as np
+from dask import config as _dask_config
 from dask.array import dispatch as _dispatch
+from dask.array.backends import ArrayBackendEntrypoint as _ArrayBackendEntrypoint
+from dask.array.backends import array_creation_dispatch as _creation_dispatch
 from dask.sizeof import sizeof as _sizeof
 
 from pygpukit import _creation, _einsum, _indexing, _linalg_extra, _ops, _partition
@@ -45,8 +49,8 @@ from pygpukit._array import GPUArray
 from pygpukit._device import device_count
 from pygpukit._dtypes import normalize_dtype
 
-__all__ = ["LocalGPUCluster", "PartitionPlugin", "chunk_meta", "from_array", "register",
-           "visible_devices"]
+__all__ = ["LocalGPUCluster", "PartitionPlugin", "PyGPUkitBackendEntrypoint", "chunk_meta",
+           "from_array", "register", "to_pygpukit_dispatch", "visible_devices"]
 
 _registered = False
 
@@ -145,9 +149,130 @@ def register() -> None:
     _dispatch.empty_lookup.register(GPUArray, _empty)
     _dispatch.numel_lookup.register(GPUArray, _numel)
     _dispatch.to_numpy_dispatch.register(GPUArray, _to_numpy)
+    _dispatch.to_cupy_dispatch.register(GPUArray, _to_cupy)
+    to_pygpukit_dispatch.register(GPUArray, lambda data, **kwargs: data)
     _sizeof.register(GPUArray, _sizeof_gpuarray)
+    _creation_dispatch.register_backend("pygpukit", PyGPUkitBackendEntrypoint())
     _register_distributed()
     _registered = True
+
+
+# -- the "pygpukit" array backend -----------------------------------------------------------------
+#: ``x.to_backend("pygpukit")``: a chunk of another backend -> a GPUArray.
+to_pygpukit_dispatch = _dispatch.Dispatch("to_pygpukit_dispatch")
+
+
+@to_pygpukit_dispatch.register(object)  # type: ignore[untyped-decorator]
+def _to_pygpukit(data: Any, **kwargs: Any) -> GPUArray:
+    # NumPy chunks are copied to the device; CuPy's / torch's through their CUDA array
+    # interface or DLPack (zero-copy on the same device).
+    return _creation.asarray(data, **kwargs)
+
+
+def _to_cupy(data: GPUArray, **kwargs: Any) -> Any:
+    # ``x.to_backend("cupy")``: through the CUDA array interface (zero-copy).
+    return importlib.import_module("cupy").asarray(data, **kwargs)
+
+
+def _filled_block(value: Any, kind: Any, block_info: Any = None) -> GPUArray:
+    shape = block_info[None]["chunk-shape"]
+    if value is None:
+        return _creation.empty(shape, kind)
+    return _creation.full(shape, value, kind)
+
+
+def _filled(shape: Any, value: Any, dtype: Any, chunks: Any = "auto", name: Any = None,
+            **kwargs: Any) -> _da.Array:
+    from dask.array.core import normalize_chunks
+
+    if kwargs.pop("order", "C") != "C":
+        raise ValueError("pygpukit backend: only order='C' arrays")
+    kwargs.pop("meta", None)
+    kwargs.pop("like", None)
+    if kwargs:
+        raise TypeError(f"pygpukit backend: unexpected arguments {sorted(kwargs)}")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    dt = normalize_dtype(np.float64 if dtype is None else dtype)
+    blocks = normalize_chunks(chunks, shape, dtype=dt)
+    return _da.map_blocks(_filled_block, value=value, kind=dt, dtype=dt, chunks=blocks,
+                          meta=chunk_meta(len(shape), dt), name=name)
+
+
+class PyGPUkitBackendEntrypoint(_ArrayBackendEntrypoint):  # type: ignore[misc]
+    """``dask.config.set({"array.backend": "pygpukit"})``: dask.array makes GPUArray chunks.
+
+    ``da.ones / zeros / empty / full / arange`` then create GPUArray chunks on the workers'
+    devices, and ``x.to_backend("pygpukit")`` moves a NumPy- (or CuPy-) chunked array onto
+    them.  Registered as the ``dask.array.backends`` entry point ``pygpukit`` of the package
+    and when :mod:`pygpukit.dask` is imported.  Dask's ``RandomState`` and bit generators are
+    NumPy's API, which PyGPUkit does not copy: generate chunks with ``map_blocks`` and
+    ``pygpukit.random.default_rng([seed, block_index])`` (examples/dask_out_of_core.py).
+    """
+
+    @classmethod
+    def to_backend_dispatch(cls) -> Any:
+        """The dispatch that converts one chunk to a GPUArray."""
+        return to_pygpukit_dispatch
+
+    @classmethod
+    def to_backend(cls, data: _da.Array, **kwargs: Any) -> _da.Array:
+        """``data`` with GPUArray chunks (itself when they already are)."""
+        if isinstance(data._meta, GPUArray):
+            return data
+        return data.map_blocks(to_pygpukit_dispatch, meta=chunk_meta(data.ndim, data.dtype),
+                               **kwargs)
+
+    @property
+    def RandomState(self) -> Any:  # noqa: N802 - Dask's name
+        """Not provided (see the class notes)."""
+        raise NotImplementedError(
+            "the pygpukit dask backend has no RandomState: generate chunks with map_blocks "
+            "and pygpukit.random.default_rng([seed, block_index])")
+
+    @property
+    def default_bit_generator(self) -> Any:
+        """Not provided (see the class notes)."""
+        raise NotImplementedError(
+            "the pygpukit dask backend has no NumPy bit generator: generate chunks with "
+            "map_blocks and pygpukit.random.default_rng([seed, block_index])")
+
+    @staticmethod
+    def ones(shape: Any, *, dtype: Any = None, meta: Any = None, **kwargs: Any) -> _da.Array:
+        """Chunks of ones."""
+        return _filled(shape, 1, dtype, **kwargs)
+
+    @staticmethod
+    def zeros(shape: Any, *, dtype: Any = None, meta: Any = None, **kwargs: Any) -> _da.Array:
+        """Chunks of zeros."""
+        return _filled(shape, 0, dtype, **kwargs)
+
+    @staticmethod
+    def empty(shape: Any, *, dtype: Any = None, meta: Any = None, **kwargs: Any) -> _da.Array:
+        """Uninitialized chunks."""
+        return _filled(shape, None, dtype, **kwargs)
+
+    @staticmethod
+    def full(shape: Any, fill_value: Any, *, dtype: Any = None, meta: Any = None,
+             **kwargs: Any) -> _da.Array:
+        """Chunks filled with ``fill_value``.
+
+        ``fill_value`` is a scalar; its NumPy dtype is the result's when ``dtype`` is omitted.
+        """
+        if np.ndim(fill_value) != 0:
+            raise ValueError("full: fill_value must be a scalar; got "
+                             f"{type(fill_value).__name__}")
+        if dtype is None:
+            dtype = np.asarray(fill_value).dtype
+        return _filled(shape, fill_value, dtype, **kwargs)
+
+    @staticmethod
+    def arange(start: Any, /, stop: Any = None, step: Any = 1, *, dtype: Any = None,
+               meta: Any = None, **kwargs: Any) -> _da.Array:
+        """``da.arange`` with GPUArray chunks (each made on the device)."""
+        kwargs.pop("like", None)
+        with _dask_config.set({"array.backend": "numpy"}):
+            return _da.arange(start, stop, step, dtype=dtype,
+                              like=_creation.empty((0,), np.float32), **kwargs)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
