@@ -47,7 +47,11 @@ def _device_budget() -> int:
     import pygpukit_driver
 
     gp.empty((1,))  # make the device's primary context current in this thread
-    free, _total = pygpukit_driver.mem_get_info()
+    try:
+        free, _total = pygpukit_driver.mem_get_info()
+    except Exception as exc:  # any driver error: fall back to the total
+        print(f"cuMemGetInfo failed ({exc}); using the device's total memory")
+        return gp.Device(0).total_memory - gp.memory_reserved()
     return int(free)
 
 
