@@ -41,7 +41,7 @@ TARGET = 1.0  # x CuPy's throughput
 
 def _cupy() -> tuple[Any, str | None]:
     try:
-        import cupy
+        import cupy  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         return None, f"cupy not importable: {exc}"
     return cupy, None
@@ -105,7 +105,10 @@ def main() -> None:
     gx, ga, gb, gt = (ours(xh, args.chunk), ours(ah, args.block), ours(bh, args.block),
                       ours(th, 256))
     nt = da.from_array(th, chunks=256)
-    cx = ca = cb = ct = None
+    cx: Any = None
+    ca: Any = None
+    cb: Any = None
+    ct: Any = None
     if cp is not None:
         cx, ca, cb, ct = (theirs(xh, args.chunk), theirs(ah, args.block),
                           theirs(bh, args.block), theirs(th, 256))
@@ -116,7 +119,7 @@ def main() -> None:
     def sync_cp() -> None:
         cp.cuda.Device().synchronize()
 
-    def run(expr: Any) -> Callable[[], object]:
+    def run(expr: Any) -> Callable[[], Any]:
         return lambda: expr.compute(scheduler="threads", num_workers=args.threads)
 
     sq_sum = (gx ** 2).sum()
