@@ -16,16 +16,24 @@ itself does for CuPy (``dask/array/backends.py``, ``distributed/protocol/cupy.py
   A chunk stays on its worker's device between tasks; it is copied to the host only to move
   to another worker or to be spilled by Dask.
 
-:class:`PartitionPlugin` (needs ``distributed``) runs every task of a worker inside a
-PyGPUkit partition (``pygpukit-sched``), so a Dask job can be a Burstable or BestEffort
-tenant beside a Guaranteed service on the same GPU.
+It also registers the ``pygpukit`` array backend (:class:`PyGPUkitBackendEntrypoint`, also
+the package's ``dask.array.backends`` entry point): with ``dask.config.set({"array.backend":
+"pygpukit"})`` Dask's creation functions make GPUArray chunks, and ``x.to_backend("pygpukit")``
+moves NumPy chunks to the device.
+
+With ``distributed``: :class:`LocalGPUCluster` starts one worker process per GPU (as dask-cuda
+does), and :class:`PartitionPlugin` runs every task of a worker inside a PyGPUkit partition
+(``pygpukit-sched``), so a Dask job can be a Burstable or BestEffort tenant beside a Guaranteed
+service on the same GPU.  docs/scale-out.md shows the commands.
 
 Examples
 --------
->>> import dask.array as da, numpy as np, pygpukit as gp, pygpukit.dask
->>> x = gp.asarray(np.arange(12.0).reshape(3, 4))
->>> d = da.from_array(x, chunks=(2, 2), asarray=False, meta=gp.empty((0, 0), x.dtype))
->>> (d ** 2).sum().compute()            # a GPUArray
+::
+
+    import dask.array as da, numpy as np, pygpukit as gp, pygpukit.dask
+    x = gp.asarray(np.arange(12.0).reshape(3, 4))
+    d = da.from_array(x, chunks=(2, 2), asarray=False, meta=gp.empty((0, 0), x.dtype))
+    (d ** 2).sum().compute()            # a 0-d GPUArray
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from dask.array import dispatch as _dispatch
 from dask.array.backends import ArrayBackendEntrypoint as _ArrayBackendEntrypoint
 from dask.array.backends import array_creation_dispatch as _creation_dispatch
 from dask.sizeof import sizeof as _sizeof
+from dask.utils import Dispatch as _Dispatch
 
 from pygpukit import _creation, _einsum, _indexing, _linalg_extra, _ops, _partition
 from pygpukit._array import GPUArray
@@ -159,7 +168,7 @@ def register() -> None:
 
 # -- the "pygpukit" array backend -----------------------------------------------------------------
 #: ``x.to_backend("pygpukit")``: a chunk of another backend -> a GPUArray.
-to_pygpukit_dispatch = _dispatch.Dispatch("to_pygpukit_dispatch")
+to_pygpukit_dispatch = _Dispatch("to_pygpukit_dispatch")
 
 
 @to_pygpukit_dispatch.register(object)  # type: ignore[untyped-decorator]
