@@ -99,6 +99,9 @@ def test_meta_is_a_gpuarray(backend: str) -> None:
     for arr in (x, y, x + y, x.sum(axis=0), x[3:9], x @ y.T, x.rechunk((48, 40))):
         assert isinstance(arr._meta, gp.GPUArray), (arr, type(arr._meta))
     assert isinstance(gpd.from_array(gp.asarray(_data(SHAPE)), chunks=CHUNKS)._meta, gp.GPUArray)
+    # without meta=, Dask calls gp.asarray on NumPy's meta: a GPUArray too
+    inferred = da.from_array(_data(SHAPE), chunks=CHUNKS).map_blocks(gp.asarray)
+    assert isinstance(inferred._meta, gp.GPUArray) and inferred.dtype == np.float32
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
