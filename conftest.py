@@ -4,8 +4,8 @@ With ``PYGPUKIT_REQUIRE_GPU=1`` (set by ci/gpu-check on the GPU machine) a ``gpu
 that skips is reported as a failure: on a GPU machine the GPU tier must never pass vacuously.
 ``PYGPUKIT_REQUIRE_MULTI_GPU=1`` does the same for ``multigpu`` tests (set it on multi-GPU
 machines).  In CI (``CI=true``, where every extra and hypothesis are installed) and with
-``PYGPUKIT_REQUIRE_SCHED=1`` / ``PYGPUKIT_REQUIRE_FUZZ=1``, ``sched`` and ``fuzz`` tests that
-skip fail too.
+``PYGPUKIT_REQUIRE_SCHED=1`` / ``PYGPUKIT_REQUIRE_FUZZ=1`` / ``PYGPUKIT_REQUIRE_DASK=1``,
+``sched``, ``fuzz`` and ``dask`` tests that skip fail too.
 
 The ``required_tool`` fixture finds a command-line tool (a C compiler, ``cuobjdump``): a test
 that needs a missing one skips with the reason locally and fails in CI.
@@ -38,6 +38,7 @@ _REQUIRED: dict[str, Callable[[], bool]] = {
     # CI installs every extra and hypothesis: a missing one there is a broken setup.
     "sched": lambda: _flag("PYGPUKIT_REQUIRE_SCHED") or in_ci(),
     "fuzz": lambda: _flag("PYGPUKIT_REQUIRE_FUZZ") or in_ci(),
+    "dask": lambda: _flag("PYGPUKIT_REQUIRE_DASK") or in_ci(),
 }
 
 

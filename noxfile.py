@@ -187,7 +187,8 @@ def tests(session: nox.Session) -> None:
     # cuobjdump (NVIDIA's wheel; 13.2 is its oldest) lets the kernels' tests read the fatbins'
     # SASS archs: in CI a missing tool is a failure, not a skip.
     session.install("pytest>=8", "hypothesis>=6.100", "mypy==2.4.1",
-                    "nvidia-cuda-cuobjdump>=13.2,<14")
+                    "nvidia-cuda-cuobjdump>=13.2,<14", "dask[array]>=2024.8",
+                    "distributed>=2024.8")
     session.run("python", "ci/check_install_matrix.py", str(DIST))
     # From a folder outside the source tree, so only the installed packages can be imported.
     tmp = session.create_tmp()
@@ -254,6 +255,17 @@ def gpu_prepare(session: nox.Session) -> None:
                 "manylinux2014_x86_64", "--platform", "manylinux_2_27_x86_64",
                 "--platform", "manylinux_2_28_x86_64", "-d", str(wheels_dir),
                 "numpy>=2,<2.4", "ml_dtypes>=0.5", "opt_einsum>=3.3", "pytest>=8")
+    # Dask with GPUArray chunks (test_dask.py, examples/dask_out_of_core.py, bench_dask.py):
+    # dask, distributed and their dependencies in wheels/dask (~5 MiB); ci/gpu-check installs
+    # each only where the machine's python lacks it.  numpy is pinned as above and left out.
+    dask_dir = wheels_dir / "dask"
+    session.run("python", "-m", "pip", "download", "--only-binary=:all:", "--python-version",
+                "3.12", "--platform", "manylinux_2_17_x86_64", "--platform",
+                "manylinux2014_x86_64", "--platform", "manylinux_2_27_x86_64",
+                "--platform", "manylinux_2_28_x86_64", "-d", str(dask_dir),
+                "dask[array]>=2024.8", "distributed>=2024.8", "numpy>=2,<2.4")
+    for extra in dask_dir.glob("numpy-*.whl"):
+        extra.unlink()
     if os.environ.get("ARRAY_API_TESTS_DIR"):  # step 6 of ci/gpu-check: the Array API suite
         _stage_array_api_tests(session, Path(os.environ["ARRAY_API_TESTS_DIR"]), wheels_dir)
     # The seed README (outside the repository) for the JIT check of ci/gpu-jit-venv.sh.

@@ -252,3 +252,11 @@ __all__ = [
     "topk",
     "unique",
 ]
+
+# Dask: in a process that has imported dask (every Dask worker), register GPUArray with it
+# (dask.array dispatch, sizeof, distributed serialization); elsewhere `import pygpukit.dask`.
+# `import pygpukit` itself never imports dask.
+import sys as _sys  # noqa: E402
+
+if "dask" in _sys.modules:
+    from pygpukit import dask as _dask  # noqa: F401

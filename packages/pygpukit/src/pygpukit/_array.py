@@ -485,9 +485,10 @@ class GPUArray:
         return hooks.unary("invert", self)
 
     # -- reductions (see pygpukit.sum ...) ------------------------------------------------------
-    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> GPUArray:
-        """Sum over ``axis`` (see :func:`pygpukit.sum`)."""
-        return _reduce("sum", self, axis, keepdims)
+    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, *,
+            dtype: Any = None) -> GPUArray:
+        """Sum over ``axis`` (see :func:`pygpukit.sum`); ``dtype``: cast to it first."""
+        return _reduce("sum", self if dtype is None else self.astype(dtype), axis, keepdims)
 
     def prod(self, axis: int | tuple[int, ...] | None = None,
              keepdims: bool = False) -> GPUArray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copyreg
 import math
 from typing import Any
 
@@ -199,3 +200,22 @@ def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
     if not isinstance(array, GPUArray):
         raise TypeError(f"array: expected a GPUArray; got {type(array).__name__}")
     return array.to_numpy()
+
+
+# -- pickling --------------------------------------------------------------------------------------
+def _rebuild(host: np.ndarray[Any, Any]) -> GPUArray:
+    """Unpickle a GPUArray: its host bytes copied to the current device (``pickle`` support)."""
+    return from_numpy(host)
+
+
+def _reduce(array: GPUArray) -> tuple[Any, tuple[np.ndarray[Any, Any]]]:
+    """Pickle a GPUArray as a host copy of its elements (C order; waits for its stream).
+
+    The array is rebuilt on the *current* device of the process that unpickles it (a Dask
+    worker's own GPU), not on the device it came from.  NumPy's pickling of the host copy
+    supports protocol 5's out-of-band buffers, which ``distributed`` uses.
+    """
+    return _rebuild, (array.to_numpy(),)
+
+
+copyreg.pickle(GPUArray, _reduce)

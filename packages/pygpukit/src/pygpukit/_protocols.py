@@ -25,7 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit import _array, _array_api, _einsum, _elementwise, _linalg_extra, _ops
+from pygpukit import (
+    _array,
+    _array_api,
+    _creation,
+    _einsum,
+    _elementwise,
+    _layout,
+    _linalg_extra,
+    _ops,
+)
 from pygpukit._array import GPUArray
 from pygpukit._linalg import matmul
 from pygpukit._optable import BINARY, UNARY
@@ -94,8 +103,13 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
         out = out[0]
     if out is not None and not isinstance(out, GPUArray):
         raise TypeError(f"{what}: out must be a GPUArray; got {type(out).__name__} {_HOST}")
+    dtype = kwargs.pop("dtype", None)
+    if dtype is not None and method in ("__call__", "reduce"):
+        # NumPy's ``dtype=``: the loop runs in ``dtype``: the GPUArray operands are cast to it.
+        inputs = tuple(_cast(x, dtype) if isinstance(x, GPUArray) else x for x in inputs)
+        dtype = None
     _reject(what, where=(kwargs.pop("where", True), True),
-            dtype=(kwargs.pop("dtype", None), None),
+            dtype=(dtype, None),
             casting=(kwargs.pop("casting", "same_kind"), "same_kind"),
             order=(kwargs.pop("order", "K"), "K"), subok=(kwargs.pop("subok", True), True),
             signature=(kwargs.pop("signature", None), None),
@@ -367,6 +381,140 @@ _DEFERRED = ("sort", "argsort", "cumsum", "cumprod", "diff", "searchsorted", "un
              "take", "take_along_axis", "put", "nonzero", "argwhere", "compress", "repeat",
              "tile", "flip", "roll", "bincount", "histogram", "unique_all", "unique_counts",
              "unique_inverse", "unique_values", "cumulative_sum", "cumulative_prod")
+
+
+
+# -- creation with ``like=``, partitions, flat indices (what dask.array calls on its chunks) ------
+# NumPy dispatches ``np.asarray(data, like=x)`` / ``np.empty(shape, like=x)`` ... to
+# ``x.__array_function__``: the caller asked for an array of x's type, so host data is copied to
+# the device here (an explicit request, unlike ``np.asarray(gpu_array)``, which still refuses).
+def _like_asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None,
+                  device: Any = None, ndmin: int = 0) -> GPUArray:
+    _reject("numpy.asarray(like=GPUArray)", order=(order, None), device=(device, None))
+    if isinstance(a, GPUArray):
+        result = a if dtype is None else a.astype(dtype, copy=False)
+        result = result.copy() if copy and result is a else result
+    else:
+        if copy is False:
+            raise ValueError("numpy.asarray(like=GPUArray): copy=False is impossible for host "
+                             f"data ({type(a).__name__}); it must be copied to the device")
+        result = _creation.asarray(np.asarray(a, dtype=dtype) if dtype is not None else a)
+    if result.ndim < ndmin:
+        result = result.reshape((1,) * (ndmin - result.ndim) + result.shape)
+    return result
+
+
+def _like_array(a: Any, dtype: Any = None, *, copy: Any = True, order: Any = "K",
+                subok: bool = False, ndmin: int = 0) -> GPUArray:
+    _reject("numpy.array(like=GPUArray)", order=(order, "K"), subok=(subok, False))
+    return _like_asarray(a, dtype, copy=copy, ndmin=ndmin)
+
+
+def _like_filled(name: str) -> Callable[..., GPUArray]:
+    def adapter(shape: Any, dtype: Any = None, order: Any = "C", *, device: Any = None
+                ) -> GPUArray:
+        _reject(f"numpy.{name}(like=GPUArray)", order=(order, "C"), device=(device, None))
+        kind = np.dtype(float) if dtype is None else dtype
+        make: Callable[..., GPUArray] = getattr(_creation, name)
+        return make(shape, kind)
+    return adapter
+
+
+def _like_full(shape: Any, fill_value: Any, dtype: Any = None, order: Any = "C", *,
+               device: Any = None) -> GPUArray:
+    _reject("numpy.full(like=GPUArray)", order=(order, "C"), device=(device, None))
+    if dtype is None and not isinstance(fill_value, GPUArray):
+        dtype = np.asarray(fill_value).dtype
+    return _creation.full(shape, fill_value, dtype)
+
+
+def _like_arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *,
+                 device: Any = None) -> GPUArray:
+    _reject("numpy.arange(like=GPUArray)", device=(device, None))
+    return _creation.arange(start, stop, step, dtype)
+
+
+def _partition(name: str) -> Callable[..., GPUArray]:
+    """``partition`` / ``argpartition`` as a full sort.
+
+    A sorted array is a valid partition for every ``kth`` (NumPy leaves the order within each
+    side unspecified).
+    """
+    def adapter(a: GPUArray, kth: Any, axis: int | None = -1, kind: str = "introselect",
+                order: Any = None) -> GPUArray:
+        _reject(f"numpy.{name}", kind=(kind, "introselect"), order=(order, None))
+        length = a.size if axis is None else a.shape[_layout.normalize_axis(axis, a.ndim)]
+        for k in np.atleast_1d(np.asarray(kth)).tolist():
+            if not isinstance(k, int) or not -length <= k < length:
+                raise ValueError(f"numpy.{name}: kth={kth!r} is out of bounds for an axis of "
+                                 f"size {length}")
+        sort = getattr(sys.modules["pygpukit"], "sort" if name == "partition" else "argsort")
+        return sort(a, axis=axis)  # type: ignore[no-any-return]
+    return adapter
+
+
+def _unravel_index(indices: GPUArray, shape: Any, order: str = "C") -> tuple[GPUArray, ...]:
+    """``unravel_index`` on the device: integer division and remainder per axis."""
+    _reject("numpy.unravel_index", order=(order, "C"))
+    dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"numpy.unravel_index: indices must be integers; got {indices.dtype}")
+    size = 1
+    for n in dims:
+        size *= n
+    if size == 0 and indices.size:
+        raise ValueError(f"numpy.unravel_index: no index is valid for shape {dims}")
+    if indices.size and bool(_ops.logical_or(_ops.any(_ops.less(indices, 0)),
+                                             _ops.any(_ops.greater_equal(indices, size))).item()):
+        raise ValueError(f"numpy.unravel_index: an index is out of bounds for shape {dims} "
+                         f"(size {size})")
+    coords: list[GPUArray] = []
+    rest = indices.astype(np.int64, copy=False)
+    for n in reversed(dims):
+        coords.append(_ops.remainder(rest, n))
+        rest = _ops.floor_divide(rest, n)
+    return tuple(reversed(coords))
+
+
+def _ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise",
+                       order: str = "C") -> GPUArray:
+    """``ravel_multi_index`` on the device: the flat C-order index of each coordinate tuple."""
+    _reject("numpy.ravel_multi_index", order=(order, "C"))
+    shape = (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(int(n) for n in dims)
+    coords = list(multi_index)
+    if len(coords) != len(shape):
+        raise ValueError(f"numpy.ravel_multi_index: {len(coords)} coordinate arrays for "
+                         f"{len(shape)} dimensions {shape}")
+    modes = (mode,) * len(shape) if isinstance(mode, str) else tuple(mode)
+    flat: GPUArray | None = None
+    for axis, (coord, n, how) in enumerate(zip(coords, shape, modes, strict=True)):
+        c = coord.astype(np.int64, copy=False) if isinstance(coord, GPUArray) else \
+            _creation.asarray(np.asarray(coord, dtype=np.int64))
+        if how == "wrap":
+            c = _ops.remainder(c, n)
+        elif how == "clip":
+            c = _ops.clip(c, 0, n - 1)
+        elif how != "raise":
+            raise ValueError(f"numpy.ravel_multi_index: mode {how!r} is not 'raise', 'wrap' "
+                             "or 'clip'")
+        elif c.size and bool(_ops.logical_or(_ops.any(_ops.less(c, 0)),
+                                             _ops.any(_ops.greater_equal(c, n))).item()):
+            raise ValueError(f"numpy.ravel_multi_index: invalid entry in coordinates of axis "
+                             f"{axis} (size {n})")
+        flat = c if flat is None else _ops.add(_ops.multiply(flat, n), c)
+    if flat is None:
+        raise ValueError("numpy.ravel_multi_index: at least one dimension is required")
+    return flat
+
+
+_ADAPTERS.update({
+    "ravel_multi_index": _ravel_multi_index,
+    "unravel_index": _unravel_index,
+    "asarray": _like_asarray, "asanyarray": _like_asarray, "array": _like_array,
+    "empty": _like_filled("empty"), "zeros": _like_filled("zeros"),
+    "ones": _like_filled("ones"), "full": _like_full, "arange": _like_arange,
+    "partition": _partition("partition"), "argpartition": _partition("argpartition"),
+})
 
 
 def _numpy_function(path: str) -> Any:
