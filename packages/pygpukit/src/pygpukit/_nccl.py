@@ -94,7 +94,7 @@ def unique_id() -> UniqueId:
     """
     raw = NcclUniqueId()
     check("ncclGetUniqueId", library().ncclGetUniqueId(ctypes.byref(raw)))
-    return UniqueId(bytes(raw.internal))
+    return UniqueId(raw.to_bytes())
 
 
 def nccl_version() -> tuple[int, int, int]:
@@ -275,10 +275,9 @@ class Communicator:
             unique_id = UniqueId(bytes(unique_id))
         _context.refuse_in_capture("distributed.Communicator()")
         runtime = runtime_for(device)
-        _require_cuda()
         lib = library()
-        raw = NcclUniqueId()
-        raw.internal = bytes(unique_id)
+        _require_cuda()
+        raw = NcclUniqueId.from_bytes(bytes(unique_id))
         comm = ctypes.c_void_p()
         runtime.activate()  # ncclCommInitRank joins on the current device
         code = lib.ncclCommInitRank(ctypes.byref(comm), nranks, raw, rank)
@@ -649,10 +648,11 @@ def init_all(devices: Iterable[Any] | None = None) -> list[Communicator]:
     if len(set(ids)) != len(ids):
         raise ValueError(f"devices: each device may appear once; got {ids}")
     _context.refuse_in_capture("distributed.init_all()")
+    lib = library()
     _require_cuda()
     n = len(ids)
     comms = (ctypes.c_void_p * n)()
-    check("ncclCommInitAll", library().ncclCommInitAll(comms, n, (ctypes.c_int * n)(*ids)))
+    check("ncclCommInitAll", lib.ncclCommInitAll(comms, n, (ctypes.c_int * n)(*ids)))
     made: list[Communicator] = []
     try:
         for ptr, runtime in zip(comms, runtimes, strict=True):

@@ -84,7 +84,16 @@ class NcclError(PyGPUkitError, RuntimeError):
 class NcclUniqueId(ctypes.Structure):
     """``ncclUniqueId``: 128 opaque bytes, passed by value to ``ncclCommInitRank``."""
 
-    _fields_ = [("internal", ctypes.c_char * UNIQUE_ID_BYTES)]
+    _fields_ = [("internal", ctypes.c_ubyte * UNIQUE_ID_BYTES)]  # not c_char: NULs inside
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> NcclUniqueId:
+        """The struct holding exactly ``data`` (128 bytes)."""
+        return cls.from_buffer_copy(data)
+
+    def to_bytes(self) -> bytes:
+        """The 128 bytes, NULs included."""
+        return ctypes.string_at(ctypes.addressof(self), UNIQUE_ID_BYTES)
 
 
 class _Loaded:

@@ -95,7 +95,7 @@ int ncclGetUniqueId(ncclUniqueId *id) {
     record("ncclGetUniqueId");
     int rc = injected("ncclGetUniqueId");
     if (rc) return rc;
-    for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + 3);
+    for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7);  /* NULs at 0 and 128 */
     return 0;
 }
 
