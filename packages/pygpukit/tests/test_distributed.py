@@ -462,6 +462,22 @@ def test_send_recv_and_group(fake: Fake) -> None:
     c.close()
 
 
+def test_group_defers_copies_into_non_contiguous_outputs(comm: dist.Communicator,
+                                                         fake: Fake) -> None:
+    """NCCL enqueues a group's work at ncclGroupEnd: copies back must come after it."""
+    x = gp.from_numpy(np.arange(4, dtype=np.float32))
+    base = gp.zeros((4, 2))
+    out = base[:, 1]
+    with dist.group():
+        comm.all_reduce(x, out=out)
+        (call,) = fake.calls("ncclAllReduce")
+        assert call["recv"] != out.data_ptr
+        assert _nccl._group_state.copies and _nccl._group_state.keep
+        np.testing.assert_array_equal(base.to_numpy(), 0)  # not yet copied
+    assert not _nccl._group_state.copies and not _nccl._group_state.keep
+    np.testing.assert_array_equal(base.to_numpy()[:, 1], np.arange(4))
+
+
 def test_dtype_device_and_type_checks(comm: dist.Communicator, fake: Fake) -> None:
     for dtype in ("bool", "int16"):
         with pytest.raises(TypeError, match=f"all_reduce: NCCL has no {dtype} type"):
@@ -610,6 +626,7 @@ def test_gpu_single_rank_communicator_and_graph_capture(cuda: None) -> None:
     with dist.Communicator(1, 0, dist.unique_id(), device=0) as c:
         host = np.arange(1 << 16, dtype=np.float32)
         x = gp.from_numpy(host)
+        c.all_reduce(x)  # NCCL connects lazily: once eagerly before capturing, as with torch
         with gp.graph() as g:
             y = c.all_reduce(x * 2.0, op="sum")
             gathered = c.all_gather(y)

@@ -34,7 +34,7 @@ from pygpukit._nccl_lib import (
     describe,
     library,
 )
-from pygpukit._stream import stream_for_runtime
+from pygpukit._stream import Stream, stream_for_runtime
 from pygpukit._transfer import _overlaps, _packed, copy_into, empty_on, touch
 
 _NCCL_DTYPES = ", ".join(sorted(DATATYPES))
@@ -121,6 +121,13 @@ class _GroupState(threading.local):
         self.depth = 0
         self.used: list[Communicator] = []
         self.failed: list[Communicator] = []
+        # NCCL enqueues a group's work at its end: temporaries must live until then, and the
+        # copies of results into non-contiguous outputs must be enqueued after it.
+        self.keep: list[GPUArray] = []
+        self.copies: list[tuple[Stream, GPUArray, GPUArray]] = []
+
+    def clear(self) -> None:
+        self.used, self.failed, self.keep, self.copies = [], [], [], []
 
 
 _group_state = _GroupState()
@@ -157,19 +164,21 @@ class group:  # noqa: N801 (used as a function: ``with gp.distributed.group():``
             if code != 0:
                 _fail_group(state, code)
             return
-        failed, state.failed = state.failed, []
-        used, state.used = state.used, []
         if code != 0:
-            state.failed, state.used = failed, used
             _fail_group(state, code)
+        failed, copies = state.failed, state.copies
+        state.clear()
         for comm in failed:  # a call of theirs was refused inside the group
             comm._abort()
+        for stream, result, out in copies:
+            with stream:
+                copy_into(result, out)
 
 
 def _fail_group(state: _GroupState, code: int) -> None:
     """Abort every communicator used in the group and raise for ``ncclGroupEnd``."""
     comms = list(dict.fromkeys([*state.used, *state.failed]))
-    state.used, state.failed = [], []
+    state.clear()
     first = next((c._handle.ptr for c in comms if c._handle.ptr), None)
     ranks = ", ".join(f"{c._rank} (device {c._device})" for c in comms) or "none"
     message = describe("ncclGroupEnd", code, f" for the ranks {ranks}", first)
@@ -476,9 +485,16 @@ class Communicator:
         handle = stream.launch_handle()
         function = getattr(library(), call.split(" ")[0])
         self._call(call, function(*buffers, *args, ptr, handle or None))
-        if _group_state.depth > 0:
-            _group_state.used.append(self)
-        if out is not None and recv is not None and recv is not out:
+        state = _group_state
+        copy_back = out is not None and recv is not None and recv is not out
+        if state.depth > 0:  # enqueued by ncclGroupEnd: keep the buffers, copy back after it
+            state.used.append(self)
+            state.keep.extend(a for a in (send, recv) if a is not None)
+            if copy_back:
+                assert out is not None and recv is not None
+                state.copies.append((stream, recv, out))
+        elif copy_back:
+            assert out is not None and recv is not None
             copy_into(recv, out)  # stream-ordered after the collective
 
     def all_reduce(self, x: GPUArray, op: str = "sum", out: GPUArray | None = None) -> GPUArray:
