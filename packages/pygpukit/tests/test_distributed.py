@@ -153,8 +153,19 @@ _SITE_PATCH = """
 """
 
 
+def _has_pathfinder() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("cuda.pathfinder") is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def test_found_in_the_nvidia_nccl_wheel_layout(fake_lib: Path, tmp_path: Path) -> None:
     """cuda-pathfinder's own search finds nvidia/nccl/lib/libnccl.so.2 in site-packages."""
+    if not _has_pathfinder():
+        pytest.skip("cuda-pathfinder is not installed (the nccl extra brings it)")
     lib_dir = tmp_path / "site-packages" / "nvidia" / "nccl" / "lib"
     lib_dir.mkdir(parents=True)
     shutil.copy(fake_lib, lib_dir / "libnccl.so.2")
@@ -184,8 +195,12 @@ def test_missing_nccl_names_the_extra(tmp_path: Path) -> None:
         print(exc)
     """, env={"PYGPUKIT_BACKEND": "cpu", "LD_LIBRARY_PATH": ""})
     assert result.returncode == 0, result.stderr
-    assert "pip install pygpukit[nccl]" in result.stdout
-    assert "libnccl.so.2" in result.stdout and "\n" not in result.stdout.strip()
+    assert "pip install pygpukit[nccl]" in result.stdout and "\n" not in result.stdout.strip()
+    if _has_pathfinder():
+        assert "NCCL not found by cuda-pathfinder" in result.stdout
+        assert "libnccl.so.2" in result.stdout
+    else:  # a driver-only install: not even the finder is there
+        assert "NCCL is not installed (no cuda-pathfinder to find it)" in result.stdout
 
 
 @pytest.fixture
@@ -595,6 +610,7 @@ def _data(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray[Any, Any]
 
 
 @pytest.mark.gpu
+@pytest.mark.nccl
 @pytest.mark.parametrize("dtype", list(NCCL_DTYPES))
 def test_gpu_one_rank_collectives_equal_numpy(cuda: None, dtype: str) -> None:
     (c,) = dist.init_all([0])
@@ -622,6 +638,7 @@ def test_gpu_one_rank_collectives_equal_numpy(cuda: None, dtype: str) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.nccl
 def test_gpu_single_rank_communicator_and_graph_capture(cuda: None) -> None:
     with dist.Communicator(1, 0, dist.unique_id(), device=0) as c:
         host = np.arange(1 << 16, dtype=np.float32)
@@ -687,6 +704,7 @@ def _run_two_ranks(tmp_path: Path, devices: tuple[int, int]) -> list[str]:
 
 
 @pytest.mark.gpu
+@pytest.mark.nccl
 def test_gpu_two_processes_on_one_gpu(cuda: None, tmp_path: Path) -> None:
     """Recent NCCL refuses two ranks on one GPU (ncclInvalidUsage, "Duplicate GPU")."""
     outputs = _run_two_ranks(tmp_path, (0, 0))
@@ -699,6 +717,7 @@ def test_gpu_two_processes_on_one_gpu(cuda: None, tmp_path: Path) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.multigpu
+@pytest.mark.nccl
 def test_gpu_two_processes_on_two_gpus(cuda: None, tmp_path: Path) -> None:
     if gp.device_count() < 2:
         pytest.skip(f"needs two GPUs; this machine has {gp.device_count()}")
@@ -707,6 +726,7 @@ def test_gpu_two_processes_on_two_gpus(cuda: None, tmp_path: Path) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.multigpu
+@pytest.mark.nccl
 @pytest.mark.parametrize("dtype", list(NCCL_DTYPES))
 def test_gpu_init_all_collectives_equal_numpy(cuda: None, dtype: str) -> None:
     n = gp.device_count()
