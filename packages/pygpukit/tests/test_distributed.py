@@ -210,6 +210,27 @@ def reset_loader() -> Iterator[None]:
     _nccl_lib._reset_for_tests()
 
 
+def test_a_pathfinder_that_does_not_know_nccl(reset_loader: None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    def refuse(name: str) -> None:
+        raise KeyError(name)  # what a cuda-pathfinder from before NCCL's support raises
+
+    finder = types.SimpleNamespace(__version__="1.2.0", load_nvidia_dynamic_lib=refuse,
+                                   DynamicLibNotFoundError=type("NotFound", (RuntimeError,), {}))
+    package = types.ModuleType("cuda")
+    package.pathfinder = finder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cuda", package)
+    monkeypatch.setitem(sys.modules, "cuda.pathfinder", finder)  # type: ignore[arg-type]
+    monkeypatch.delenv(_nccl_lib.ENV_OVERRIDE, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    with pytest.raises(dist.NcclUnavailableError,
+                       match=r"cuda-pathfinder 1\.2\.0 cannot look for NCCL \('nccl'\); "
+                             r"install it with `pip install pygpukit\[nccl\]`.*>=1\.4"):
+        dist.unique_id()
+
+
 def test_override_with_the_file_or_its_folder(fake_lib: Path, reset_loader: None,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     for value in (fake_lib, fake_lib.parent):

@@ -147,9 +147,11 @@ def _load_pathfinder() -> _Loaded:
     except pathfinder.DynamicLibNotFoundError as exc:
         raise NcclUnavailableError(f"NCCL not found by cuda-pathfinder ({_one_line(exc)}); "
                                    f"{INSTALL_HINT}") from exc
-    except ValueError as exc:  # cuda-pathfinder 1.3.5 (or one that does not know NCCL)
-        raise NcclUnavailableError(f"this cuda-pathfinder cannot look for NCCL ({_one_line(exc)}); "
-                                   f"{INSTALL_HINT}") from exc
+    except (ValueError, KeyError, RuntimeError) as exc:  # a cuda-pathfinder without NCCL
+        version = getattr(pathfinder, "__version__", "?")
+        raise NcclUnavailableError(
+            f"cuda-pathfinder {version} cannot look for NCCL ({_one_line(exc)}); "
+            f"{INSTALL_HINT} (it needs cuda-pathfinder>=1.4), or set {ENV_OVERRIDE}") from exc
     if dl.abs_path is None:
         raise NcclUnavailableError("cuda-pathfinder loaded NCCL but cannot tell its path")
     # Already loaded by pathfinder: CDLL on the same path only takes another reference.
