@@ -425,6 +425,18 @@ def test_partially_overlapping_out_is_staged(comm: dist.Communicator, fake: Fake
     np.testing.assert_array_equal(base.to_numpy(), [0, 1, 0, 1, 2, 3, 4, 5, 8, 9])
 
 
+def test_all_gather_into_an_out_holding_x_is_staged(fake: Fake) -> None:
+    """x = out[0] on rank 1 is not NCCL's in-place layout (that is out[rank]): staged."""
+    c = dist.Communicator(2, 1, dist.unique_id())
+    out = gp.from_numpy(np.array([[1, 2], [3, 4]], np.int32))
+    x = out[0]
+    c.all_gather(x, out=out)
+    (call,) = fake.calls("ncclAllGather")
+    assert call["send"] == x.data_ptr == out.data_ptr and call["recv"] != out.data_ptr
+    np.testing.assert_array_equal(out.to_numpy(), [[1, 2], [1, 2]])
+    c.close()
+
+
 def test_broadcast_reduce_packing(fake: Fake) -> None:
     c = dist.Communicator(3, 1, dist.unique_id())
     x = gp.from_numpy(np.arange(5, dtype=np.int64))

@@ -474,9 +474,9 @@ class Communicator:
         if out is not None:
             if in_place and send is not None:
                 recv = send
-            elif out._contig and not (send is not None and _overlaps(send, out)
-                                      and send.data_ptr != out.data_ptr):
-                recv = out
+            elif out._contig and not (send is not None and _overlaps(send, out) and not (
+                    send.data_ptr == out.data_ptr and send.nbytes == out.nbytes)):
+                recv = out  # disjoint, or exactly the same bytes (NCCL's in-place form)
             else:
                 recv = empty_on(runtime, out.shape, out.dtype, stream)
         touch(stream, *(a for a in (send,) if a is not None), written=recv)
