@@ -265,6 +265,22 @@ def test_override_errors_are_explained(case: str, tmp_path: Path, reset_loader: 
         dist.Communicator(1, 0, bytes(128))
 
 
+def test_info_reports_nccl(fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from pygpukit import _info
+
+    facts = _info._nccl_info()
+    assert facts == {"available": True, "version": "2.28.5",
+                     "path": str(Path(os.environ[_nccl_lib.ENV_OVERRIDE]).resolve()),
+                     "found_via": "PYGPUKIT_NCCL_PATH"}
+    fake.fail("ncclGetVersion", 3)
+    broken = _info._nccl_info()
+    assert not broken["available"] and "ncclGetVersion failed" in broken["reason"]
+    monkeypatch.setenv(_nccl_lib.ENV_OVERRIDE, str(tmp_path / "none"))
+    _nccl_lib._reset_for_tests()
+    missing = _info._nccl_info()
+    assert not missing["available"] and "no such file or folder" in missing["reason"]
+
+
 # -- unique ids and construction ---------------------------------------------------------------
 def test_unique_id_is_128_bytes_and_pickles(fake: Fake) -> None:
     uid = dist.unique_id()
