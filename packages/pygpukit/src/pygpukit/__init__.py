@@ -119,6 +119,7 @@ from pygpukit._sorting import (  # noqa: E402
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
 if TYPE_CHECKING:
+    from pygpukit import distributed as distributed  # loaded on first use (__getattr__)
     from pygpukit_driver import CudaError, CudaOutOfMemoryError
 
 # NumPy protocols (NEP 13/18), the standard's functions, linear algebra on the GEMMs, einsum, and
@@ -153,6 +154,10 @@ def __getattr__(name: str) -> object:
         import pygpukit_driver
 
         return getattr(pygpukit_driver, name)
+    if name == "distributed":  # NCCL (the nccl extra): imported on first use only
+        import importlib
+
+        return importlib.import_module("pygpukit.distributed")
     raise AttributeError(f"module 'pygpukit' has no attribute {name!r}")
 
 

@@ -66,6 +66,24 @@ def _nvrtc_info() -> dict[str, Any]:
     }
 
 
+def _nccl_info() -> dict[str, Any]:
+    """NCCL for pygpukit.distributed (the nccl extra): loaded here, as NVRTC is above."""
+    from pygpukit import _nccl_lib
+
+    try:
+        major, minor, patch = _nccl_lib.version()
+    except _nccl_lib.NcclUnavailableError as exc:
+        return {"available": False, "reason": str(exc)}
+    except _nccl_lib.NcclError as exc:
+        return {"available": False, "reason": f"loaded, but {exc}"}
+    return {
+        "available": True,
+        "version": f"{major}.{minor}.{patch}",
+        "path": _nccl_lib.path(),
+        "found_via": _nccl_lib.found_via(),
+    }
+
+
 def collect() -> dict[str, Any]:
     """Gather the facts ``info`` prints, as a JSON-serializable dict."""
     import ml_dtypes
@@ -87,6 +105,7 @@ def collect() -> dict[str, Any]:
         "driver": driver,
         "kernels": kernels,
         "nvrtc": _nvrtc_info(),
+        "nccl": _nccl_info(),
         "backend": {"name": backend.name, "description": backend.describe()},
     }
 
@@ -126,5 +145,10 @@ def format_text(info: dict[str, Any]) -> str:
         lines.append(f"NVRTC: {nv['version']}  ({nv['path']}, found via {nv['found_via']})")
     else:
         lines.append(f"NVRTC: not available: {nv['reason']}")
+    nc = info["nccl"]
+    if nc["available"]:
+        lines.append(f"NCCL: {nc['version']}  ({nc['path']}, found via {nc['found_via']})")
+    else:
+        lines.append(f"NCCL: not available: {nc['reason']}")
     lines.append(f"Backend: {info['backend']['description']}")
     return "\n".join(lines)
