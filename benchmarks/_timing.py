@@ -39,6 +39,25 @@ def median_event_ms(fn: Callable[[], object], repeat: int,
     return statistics.median(samples)
 
 
+class CupyEvent:
+    """A CuPy timing event with the record / synchronize / elapsed_time of torch's."""
+
+    def __init__(self) -> None:
+        import cupy as cp
+
+        self._cp = cp
+        self._event = cp.cuda.Event()
+
+    def record(self) -> None:
+        self._event.record()
+
+    def synchronize(self) -> None:
+        self._event.synchronize()
+
+    def elapsed_time(self, end: CupyEvent) -> float:
+        return float(self._cp.cuda.get_elapsed_time(self._event, end._event))
+
+
 def host_loop_us(loop: Callable[[int], object], sync: Callable[[], object], n: int,
                  rounds: int) -> dict[str, Any]:
     """Host µs per call of ``loop(n)`` (``n`` calls, then ``sync``), over ``rounds`` rounds.

@@ -35,32 +35,20 @@ from _runs import (
     require_commit,
     verdict,
 )
-from _timing import gbps, median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
+from _timing import (
+    CupyEvent,
+    gbps,
+    median_event_ms,
+    pct_of_copy,
+    print_bandwidth_rows,
+    torch_event,
+)
 
 import pygpukit as gp
 from pygpukit import _philox
 
 ALLOC, INTO = "both allocate", "into an existing array"
 HEADLINE = "standard_normal f32"
-
-
-class _CupyEvent:
-    """A CuPy timing event with the record / synchronize / elapsed_time of torch's."""
-
-    def __init__(self) -> None:
-        import cupy as cp
-
-        self._cp = cp
-        self._event = cp.cuda.Event()
-
-    def record(self) -> None:
-        self._event.record()
-
-    def synchronize(self) -> None:
-        self._event.synchronize()
-
-    def elapsed_time(self, end: _CupyEvent) -> float:
-        return float(self._cp.cuda.get_elapsed_time(self._event, end._event))
 
 
 def main() -> None:
@@ -138,7 +126,7 @@ def main() -> None:
             rows.append({"op": f"{op} (torch)", "policy": policy, "bytes": nbytes,
                          "ms": torch_ms, "GB/s": gbps(nbytes, torch_ms)})
             if cupy_fn is not None:
-                cupy_ms = median_event_ms(cupy_fn, args.repeat, _CupyEvent, args.batch)
+                cupy_ms = median_event_ms(cupy_fn, args.repeat, CupyEvent, args.batch)
                 rows[-2]["speed_vs_cupy"] = cupy_ms / ours_ms
                 rows.append({"op": f"{op} (cupy)", "policy": policy, "bytes": nbytes,
                              "ms": cupy_ms, "GB/s": gbps(nbytes, cupy_ms)})

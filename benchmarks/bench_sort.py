@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 from _runs import add_runs_argument, aggregate, repeat_runs, report_head, require_commit, verdict
-from _timing import gbps, median_event_ms, torch_event
+from _timing import CupyEvent, gbps, median_event_ms, torch_event
 
 import pygpukit as gp
 
@@ -74,7 +74,7 @@ def main() -> None:
         return median_event_ms(fn, args.repeat, torch_event, args.batch)
 
     def cupys(fn: Callable[[], object]) -> float:
-        return median_event_ms(fn, args.repeat, lambda: cp.cuda.Event(), args.batch)
+        return median_event_ms(fn, args.repeat, CupyEvent, args.batch)
 
     if not args.skip_checks:
         np.testing.assert_array_equal(gp.sort(gx).to_numpy(), torch.sort(tx).values.cpu().numpy())
