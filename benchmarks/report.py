@@ -567,8 +567,9 @@ def render_small_ops(doc: Doc) -> str:
         f"Small ops: wall-clock µs per call over {calls:,} back-to-back calls; ratio ours / "
         "torch per run; the C `cuLaunchKernel` floor of the same runs is "
         f"{cell(floor, 2)} µs and a prepared launch called from Python {cell(prepared, 2)} µs. "
-        "Small contiguous operands take one cached plan and one prepared launch of the "
-        "`small_ops` fatbin.", "", source_line(doc), ""]
+        "Small contiguous operands take one cached plan and one launch of the `small_ops` "
+        "fatbin (2-D products: one `pgk_gemm` call), made in C by `pygpukit_driver.FastOp` "
+        "from files of commit 6697016 on (earlier: in Python).", "", source_line(doc), ""]
     pdl = doc.data.get("pdl_off", {})
     with_pdl = isinstance(pdl, dict) and "rows" in pdl
     rows = []
