@@ -11,16 +11,16 @@ What PyGPUkit holds of the standard: dtypes ``bool int8 int16 int32 int64 uint8 
 float64`` (no uint16/32/64, no complex); the elementwise, creation, data type, manipulation,
 statistical, searching, utility and linear algebra functions.  Elementwise functions without a
 kernel of their own (``acos``, ``atan2``, ``hypot``, ...) are composed from existing kernels
-(``pygpukit._elementwise`` lists how).  Sorting, set, indexing (``take``) and the
-data-dependent functions (``nonzero``, ``unique_*``, ``searchsorted``, ``cumulative_sum``,
-``diff``, ``flip``, ``roll``, ``repeat``, ``tile``) are looked up in PyGPUkit when first used.
+(``pygpukit._elementwise`` lists how).  Sorting, sets, scans and indexing come from
+``pygpukit._sorting`` / ``pygpukit._indexing``, with the standard's keyword-only options
+(``descending``, ``include_initial``, ``prepend``/``append``, the ``unique_*`` named tuples)
+added by ``pygpukit._array_api_sorting``.
 The ``linalg`` and ``fft`` extensions are not offered: they need factorizations and FFTs that
 PyGPUkit does not have (``pygpukit.linalg`` has the norms and products it does have).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any
 
@@ -71,6 +71,18 @@ from pygpukit._array_api import (
     zeros,
     zeros_like,
 )
+from pygpukit._array_api_sorting import (
+    argsort,
+    cumulative_prod,
+    cumulative_sum,
+    diff,
+    sort,
+    take_along_axis,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
 from pygpukit._dtypes import bool_ as bool
 from pygpukit._dtypes import float32, float64, int8, int16, int32, int64, uint8
 from pygpukit._elementwise import (
@@ -102,6 +114,7 @@ from pygpukit._elementwise import (
     tan,
     trunc,
 )
+from pygpukit._indexing import flip, nonzero, repeat, roll, take, tile
 from pygpukit._linalg import matmul
 from pygpukit._linalg_extra import matrix_transpose, tensordot, tril, triu, vecdot
 from pygpukit._ops import (
@@ -152,30 +165,7 @@ from pygpukit._ops import (
     tanh,
     where,
 )
-
-#: The standard's functions that other parts of PyGPUkit provide (sorting and scans, sets,
-#: indexing): module -> names, looked up when first used.
-_DEFERRED: dict[str, tuple[str, ...]] = {
-    "pygpukit._sorting": ("searchsorted",),
-    "pygpukit._indexing": ("flip", "nonzero", "repeat", "roll", "take", "tile"),
-}
-_DEFERRED_NAMES = {name: module for module, names in _DEFERRED.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module_name = _DEFERRED_NAMES.get(name)
-    if module_name is not None:
-        # The module's function first (written to the standard), else pygpukit's public one.
-        try:
-            found = getattr(importlib.import_module(module_name), name, None)
-        except ImportError:
-            found = None
-        if found is None:
-            found = getattr(sys.modules.get("pygpukit"), name, None)
-        if found is not None:
-            globals()[name] = found
-            return found
-    raise AttributeError(f"module 'pygpukit.array_api' has no attribute {name!r}")
+from pygpukit._sorting import searchsorted
 
 
 def __dir__() -> list[str]:
@@ -195,19 +185,22 @@ _array.hooks.array_namespace = _namespace
 
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "abs", "acos", "acosh", "add", "all",
-    "any", "arange", "argmax", "argmin", "asarray", "asin", "asinh", "astype", "atan", "atan2",
-    "atanh", "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
-    "bitwise_right_shift", "bitwise_xor", "bool", "broadcast_arrays", "broadcast_to",
-    "can_cast", "ceil", "clip", "concat", "conj", "copysign", "cos", "cosh", "count_nonzero",
-    "divide", "e", "empty", "empty_like", "equal", "exp", "expand_dims", "expm1", "eye",
-    "finfo", "float32", "float64", "floor", "floor_divide", "from_dlpack", "full", "full_like",
-    "greater", "greater_equal", "hypot", "iinfo", "imag", "inf", "int8", "int16", "int32",
-    "int64", "isdtype", "isfinite", "isinf", "isnan", "less", "less_equal", "linspace", "log",
-    "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean", "meshgrid", "min",
-    "minimum", "moveaxis", "multiply", "nan", "negative", "newaxis", "nextafter", "not_equal",
-    "ones", "ones_like", "permute_dims", "pi", "positive", "pow", "prod", "real", "reciprocal",
-    "remainder", "reshape", "result_type", "round", "sign", "signbit", "sin", "sinh", "sqrt",
-    "square", "squeeze", "stack", "std", "subtract", "sum", "tan", "tanh", "tensordot", "tril",
-    "triu", "trunc", "uint8", "unstack", "var", "vecdot", "where", "zeros", "zeros_like",
+    "any", "arange", "argmax", "argmin", "argsort", "asarray", "asin", "asinh", "astype", "atan",
+    "atan2", "atanh", "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "bool", "broadcast_arrays", "broadcast_to", "can_cast",
+    "ceil", "clip", "concat", "conj", "copysign", "cos", "cosh", "count_nonzero",
+    "cumulative_prod", "cumulative_sum", "diff", "divide", "e", "empty", "empty_like", "equal",
+    "exp", "expand_dims", "expm1", "eye", "finfo", "flip", "float32", "float64", "floor",
+    "floor_divide", "from_dlpack", "full", "full_like", "greater", "greater_equal", "hypot",
+    "iinfo", "imag", "inf", "int16", "int32", "int64", "int8", "isdtype", "isfinite", "isinf",
+    "isnan", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "logaddexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "matrix_transpose",
+    "max", "maximum", "mean", "meshgrid", "min", "minimum", "moveaxis", "multiply", "nan",
+    "negative", "newaxis", "nextafter", "nonzero", "not_equal", "ones", "ones_like",
+    "permute_dims", "pi", "positive", "pow", "prod", "real", "reciprocal", "remainder", "repeat",
+    "reshape", "result_type", "roll", "round", "searchsorted", "sign", "signbit", "sin", "sinh",
+    "sort", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "take",
+    "take_along_axis", "tan", "tanh", "tensordot", "tile", "tril", "triu", "trunc", "uint8",
+    "unique_all", "unique_counts", "unique_inverse", "unique_values", "unstack", "var", "vecdot",
+    "where", "zeros", "zeros_like",
 ]
