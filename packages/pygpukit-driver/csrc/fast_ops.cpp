@@ -365,9 +365,14 @@ const Plan* find_plan(FastOpObject* self, PyObject* rt, PyObject* k0, PyObject* 
     } else {
         Py_DECREF(d);
     }
-    Py_INCREF(rt);
-    for (PyObject* k : key.k) Py_XINCREF(k);
+    // The planner ran Python code: another thread may have stored this key meanwhile.
     auto res = self->plans->emplace(key, plan);
+    if (res.second) {
+        Py_INCREF(rt);
+        for (PyObject* k : key.k) Py_XINCREF(k);
+    } else {
+        Py_XDECREF(plan.owner);
+    }
     return res.first->second.ok ? &res.first->second : nullptr;
 }
 
