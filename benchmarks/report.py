@@ -62,7 +62,7 @@ LEGACY: dict[str, str | None] = {
 SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch": "launch",
          "jit": "jit", "array": "array", "elementwise": "elementwise",
          "bench_partition": "partition", "small_ops": "small-ops", "random": "random",
-         "sort": "sort", "indexing": "indexing"}
+         "sort": "sort", "indexing": "indexing", "link_ab": "link-ab"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -615,6 +615,22 @@ def render_small_ops(doc: Doc) -> str:
     return "\n".join(lines)
 
 
+def render_link_ab(doc: Doc) -> str:
+    builds = doc.get("builds")
+    rows = []
+    for i, r in enumerate(doc.get("rows")):
+        rows.append([f"{r['figure']} ({r['unit']})", cell(doc.fig(r["a"], f"rows[{i}].a"), 3),
+                     cell(doc.fig(r["b"], f"rows[{i}].b"), 3),
+                     cell(doc.fig(r["b_over_a"], f"rows[{i}].b_over_a"), 4), r["verdict"]])
+    return "\n".join([
+        source_line(doc), "",
+        f"A: {builds['a']}; B: {builds['b']}; {doc.data['runs']} rounds each, interleaved "
+        f"(`{'`, `'.join(doc.get('benchmarks'))}`).", "",
+        table(["figure", "A", "B", "B / A", "verdict"], "lrrrl", rows), "",
+        "Every figure within 2% of the other build." if doc.get("all_within") else
+        "Not every figure is within 2% of the other build."])
+
+
 RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "matmul": render_matmul, "math": render_math, "small-ops": render_small_ops,
     "jit": render_jit, "partition": render_partition, "copy-cast": render_copy_cast,
@@ -622,6 +638,7 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "random": render_math,  # bandwidth rows paired with torch, as bench_math's
     "indexing": render_math,  # likewise
     "sort": render_sort,
+    "link-ab": render_link_ab,
 }
 README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {
     "readme-math": ("math", render_readme_math),

@@ -175,10 +175,26 @@ def current_files() -> dict[str, dict[str, Any]]:
         for name, entry in small["rows"].items()}}
     files["small-ops-h200.json"] = {**head("small_ops", 3), **small}
     files["random-h200.json"] = random_file()
+    files["link-ab-h200.json"] = link_ab_file()
     for name, benchmark in (("sort-h100.json", "sort"), ("indexing-h100.json", "indexing")):
         body = {k: v for k, v in legacy(name).items() if k not in STRIP}  # measured files
         files[name.replace("h100", "h200")] = {**head(benchmark, 3), **body}
     return files
+
+
+def link_ab_file() -> dict[str, Any]:
+    """ab_link.py's shape: per figure, build A's and B's spreads over the rounds and B / A."""
+    rows = []
+    for label, unit, a in (("prepared launch (Launcher)", "µs", 4.3),
+                           ("add (pygpukit) GB/s", "GB/s", 3900.0),
+                           ("float16 matmul 4096x4096x4096", "TFLOP/s", 690.0)):
+        ratios = [0.99, 1.003, 1.012]
+        rows.append({"figure": label, "unit": unit, "a": _runs.spread([a, a * 1.01, a * 0.99]),
+                     "b": _runs.spread([a * r for r in ratios]), "b_over_a": _runs.spread(ratios),
+                     "verdict": "within 2%"})
+    return {**head("link_ab", 3), "builds": {"a": "zig", "b": "g++"},
+            "benchmarks": ["bench_launch.py -n 20000"], "tolerance": 0.02, "rows": rows,
+            "all_within": True}
 
 
 def random_file() -> dict[str, Any]:

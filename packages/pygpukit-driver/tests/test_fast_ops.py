@@ -394,6 +394,8 @@ def launched(fn):
     assert count.value == before + 1, count.value - before
     return bytes(params[:nparams.value]), grid[0], block[0]
 
+# A call is the FastOp itself: no Python frame between the caller and C.
+assert kernel.__call__ is kernel._fast
 fast = launched(lambda: kernel(out, n=300, scale=2.5, flag=True, x=x))
 assert kernel._fast.plan_count == 1
 slow = launched(lambda: kernel(out, 300, 2.5, True, x, block=128))  # the checking path
@@ -415,6 +417,12 @@ except TypeError as e:
     assert "no parameter 'y'" in str(e), str(e)
 else:
     raise AssertionError("an unknown keyword must raise")
+# A parameter named like a launch option: the keyword is the launch option, so no C plan.
+named = JITKernel(mod, mod.get_function("record_args"), "record_args",
+                  _parse_params("float* out, int n, double scale, bool flag, const float* grid",
+                                {}), 128, rt)
+assert named._fast_plan() is None
+assert launched(lambda: named(out, 300, 2.5, True, x))[1] == 3
 try:
     kernel(out, n=2**40, scale=2.5, flag=True, x=x)
 except (ValueError, OverflowError) as e:

@@ -9,10 +9,11 @@ cubin for the device's exact ``sm_XY`` and cached on disk across processes.
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
@@ -141,6 +142,8 @@ def _pack(param: Param, value: Any, device: Any) -> tuple[bytes, GPUArray | None
 # Launcher type codes: pointers, the struct formats the Launcher packs itself, and the 16-bit
 # floats, passed as their bit pattern ('H') after a conversion in Python.
 _LAUNCH_CODES = frozenset("?bBhHiIqQfd")
+#: The call's keyword-only launch options (a parameter of that name cannot be passed by name).
+_LAUNCH_OPTIONS = frozenset(("grid", "block", "shared_mem", "stream"))
 _MAX_LAUNCHERS = 16  # prepared launches kept per kernel (distinct grid/block/shared/stream)
 
 
@@ -288,20 +291,24 @@ class JITKernel:
             launcher = self._launcher(key)
         return launcher, values, target, arrays
 
-    def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                 stream: Any = None, **kwargs: Any) -> None:
-        if grid is None and block is None and stream is None and not shared_mem:
-            # The common call in C (pygpukit_driver.FastOp): arguments matched by name and
-            # packed, the grid from the size parameter; anything else comes back to
-            # _call_default.
-            self._fast(*args, **kwargs)
+    if TYPE_CHECKING:
+        def __call__(self, *args: Any, grid: Any = None, block: Any = None,
+                     shared_mem: int = 0, stream: Any = None, **kwargs: Any) -> None: ...
+    else:
+        # The call is the kernel's pygpukit_driver.FastOp itself, reached through C only (a
+        # property whose getter is attrgetter): arguments matched by position or by name and
+        # packed in C, the grid from the size parameter, without a Python frame.  Anything
+        # else (launch options, a mismatch, an error to explain) goes to _call_default.
+        __call__ = property(operator.attrgetter("_fast"),
+                            doc="Launch the kernel (see the class docstring).")
+
+    def _call_default(self, *args: Any, grid: Any = None, block: Any = None,
+                      shared_mem: int = 0, stream: Any = None, **kwargs: Any) -> None:
+        """A call the C fast path declined: launch options given, or anything unusual."""
+        if (grid is None and block is None and stream is None and not shared_mem
+                and self._call_fast(args, kwargs)):
             return
         self._call_with(args, kwargs, grid, block, shared_mem, stream)
-
-    def _call_default(self, *args: Any, **kwargs: Any) -> None:
-        """A call with the default launch options, past the C fast path."""
-        if not self._call_fast(args, kwargs):
-            self._call_with(args, kwargs, None, None, 0, None)
 
     def _call_with(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
                    shared_mem: int, stream: Any) -> None:
@@ -323,7 +330,9 @@ class JITKernel:
         import pygpukit_driver as drv
 
         if (self._size_index is None or self._converts or self._nparams > 32
-                or self._context_handle is None):
+                or self._context_handle is None
+                or not _LAUNCH_OPTIONS.isdisjoint(self._names)):
+            # A parameter named like a launch option is passed by keyword as that option.
             return None
         plan = _fastpath.runtime_part(self._runtime, None)
         if plan is None:
