@@ -14,7 +14,9 @@ of A and B each, drift spread over both), each with ``--runs 1``:
 
 Every figure is reported per build as min / median / max over the rounds, with B / A per round
 (for times and speeds alike, so 1.0 is no change); the verdict is "within 2%" when the median
-B / A is within 2% of 1.0 (``--tolerance``).
+B / A is within 2% of 1.0 (``--tolerance``), else which build is faster and by how much (times:
+lower is better; GB/s and TFLOP/s: higher).  ``no_regression`` holds when build A is nowhere
+slower than B by more than the tolerance.
 
     python benchmarks/ab_link.py --a SITE_A --b SITE_B --rounds 3 --out link-ab-h100.json
 """
@@ -62,6 +64,15 @@ def figures(name: str, data: dict[str, Any]) -> dict[str, tuple[float, str]]:
     return out
 
 
+def judge(unit: str, median_b_over_a: float, tolerance: float) -> str:
+    """The verdict on one figure: within the tolerance, or which build is faster by how much."""
+    if abs(median_b_over_a - 1.0) <= tolerance:
+        return "within 2%" if tolerance == 0.02 else f"within {tolerance:.0%}"
+    # A's speed over B's: times (µs) are better lower, rates (GB/s, TFLOP/s) higher.
+    speedup = median_b_over_a if unit == "µs" else 1.0 / median_b_over_a
+    return f"A faster by {speedup - 1:.1%}" if speedup > 1 else f"A slower by {1 - speedup:.1%}"
+
+
 def run_one(script: str, args: tuple[str, ...], site: Path) -> dict[str, tuple[float, str]]:
     """One benchmark in a fresh process with ``site`` first on PYTHONPATH."""
     env = dict(os.environ)
@@ -106,15 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         if len(per["a"]) != args.rounds or len(per["b"]) != args.rounds:
             raise SystemExit(f"{label}: measured {len(per['a'])} / {len(per['b'])} times")
         ratios = [b / a for a, b in zip(per["a"], per["b"], strict=True)]
-        off = abs(statistics.median(ratios) - 1.0)
         rows.append({"figure": label, "unit": units[label], "a": spread(per["a"]),
                      "b": spread(per["b"]), "b_over_a": spread(ratios),
-                     "verdict": "within 2%" if off <= args.tolerance else
-                     f"differs by {off:.1%}"})
+                     "verdict": judge(units[label], statistics.median(ratios), args.tolerance)})
     result = {**head, "builds": {"a": args.a_name, "b": args.b_name},
               "benchmarks": [f"{s} {' '.join(e)}".strip() for s, e in BENCHES],
               "tolerance": args.tolerance, "rows": rows,
-              "all_within": all(row["verdict"] == "within 2%" for row in rows)}
+              "all_within": all(row["verdict"].startswith("within") for row in rows),
+              "no_regression": not any(row["verdict"].startswith("A slower") for row in rows)}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     for row in rows:
         print(f"{row['figure']:40s} A {row['a']['median']:9.3f} B {row['b']['median']:9.3f} "

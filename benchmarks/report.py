@@ -628,7 +628,9 @@ def render_link_ab(doc: Doc) -> str:
         f"(`{'`, `'.join(doc.get('benchmarks'))}`).", "",
         table(["figure", "A", "B", "B / A", "verdict"], "lrrrl", rows), "",
         "Every figure within 2% of the other build." if doc.get("all_within") else
-        "Not every figure is within 2% of the other build."])
+        ("Build A is nowhere slower than B by more than 2%; the figures outside 2% are A's "
+         "gains." if doc.get("no_regression") else
+         "Build A is slower than B by more than 2% somewhere (rows above).")])
 
 
 RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {

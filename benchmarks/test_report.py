@@ -194,7 +194,7 @@ def link_ab_file() -> dict[str, Any]:
                      "verdict": "within 2%"})
     return {**head("link_ab", 3), "builds": {"a": "zig", "b": "g++"},
             "benchmarks": ["bench_launch.py -n 20000"], "tolerance": 0.02, "rows": rows,
-            "all_within": True}
+            "all_within": True, "no_regression": True}
 
 
 def random_file() -> dict[str, Any]:

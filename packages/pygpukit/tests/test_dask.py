@@ -332,10 +332,14 @@ def test_local_gpu_cluster_gives_each_worker_its_device() -> None:
     with pytest.raises(ValueError, match="distinct"):
         gpd.LocalGPUCluster([0, 0])
     # Two "GPUs" on the CPU simulation: the environment is what a two-GPU host would get.
-    with gpd.LocalGPUCluster([0, 1], env={"PYGPUKIT_BACKEND": "cpu"}, host="127.0.0.1",
+    # On a one-GPU machine CUDA_VISIBLE_DEVICES="1,0" names a GPU that is not there:
+    # distributed's NVML monitor (on where pynvml is installed) would fail the worker's start,
+    # so it is off for these simulated workers.
+    env = {"PYGPUKIT_BACKEND": "cpu", "DASK_DISTRIBUTED__DIAGNOSTICS__NVML": "False"}
+    with gpd.LocalGPUCluster([0, 1], env=env, host="127.0.0.1",
                              dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
-        c.wait_for_workers(2)
+        c.wait_for_workers(2, timeout=120)
         seen = c.run(lambda: (os.environ["CUDA_VISIBLE_DEVICES"], gp.backend()))
         assert sorted(seen.values()) == [("0,1", "cpu"), ("1,0", "cpu")]
         assert sorted(str(w["name"]) for w in c.scheduler_info()["workers"].values()) == \

@@ -194,6 +194,25 @@ def test_operators(backend: str) -> None:
         gp.add(1, 2)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int8,
+                                   np.int32, np.int64], ids=lambda t: np.dtype(t).name)
+def test_power_of_two_is_square_as_numpy_computes_it(backend: str, dtype: Any) -> None:
+    # NumPy's ** operator computes x ** 2 as square(x): the same bits, the dtype kept.
+    a = (rand((1000,), np.dtype(np.float32), 3) * 10).astype(dtype)
+    g = gp.from_numpy(a)
+    for exponent in (2, 2.0) if np.dtype(dtype).kind != "i" else (2,):
+        got = (g ** exponent).to_numpy()
+        assert got.dtype == a.dtype
+        assert np.array_equal(got, np.square(a)), exponent
+    # a view, and 16 elements (the small-array path)
+    check(g[::3] ** 2, np.square(a[::3]))
+    assert np.array_equal((g[:16] ** 2).to_numpy(), np.square(a[:16]))
+    # other exponents and reflected power stay pow
+    check(g[:8] ** 3, a[:8] ** 3)
+    if np.dtype(dtype).kind == "f":
+        check(2 ** g[:8], 2 ** a[:8])
+
+
 UNARY = ["negative", "absolute", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tanh",
          "floor", "ceil", "rint", "sign", "isnan", "isinf", "square", "reciprocal"]
 POSITIVE_ONLY = {"log", "log1p", "sqrt"}

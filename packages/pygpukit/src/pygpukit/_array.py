@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pygpukit import _layout
+from pygpukit import _dtypes
 from pygpukit._dtypes import normalize_dtype
 
 if TYPE_CHECKING:
@@ -417,6 +418,10 @@ class GPUArray:
         return _binop("remainder", self, other, out=self)
 
     def __pow__(self, other: object) -> GPUArray:
+        if _squares(self, other):
+            # NumPy's ``**`` computes ``x ** 2`` as ``square(x)`` (one rounding, and here a
+            # bandwidth-bound kernel instead of pow's): the same result, and as fast as a copy.
+            return hooks.unary("square", self)
         return _binop("power", self, other)
 
     def __rpow__(self, other: object) -> GPUArray:
@@ -594,6 +599,17 @@ class GPUArray:
 
 
 _OPERAND_TYPES = (GPUArray, bool, int, float, np.generic)
+# The dtypes whose ``x ** 2`` (Python int / float 2) keeps the dtype, so is ``square(x)``.
+_SQUARE_FLOAT = frozenset((_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64))
+_SQUARE_INT_OR_FLOAT = _SQUARE_FLOAT | frozenset(
+    (_dtypes.int8, _dtypes.uint8, _dtypes.int16, _dtypes.int32, _dtypes.int64))
+
+
+def _squares(x: GPUArray, exponent: object) -> bool:
+    """Whether ``x ** exponent`` is ``square(x)``: a Python 2 (int for numbers, float for floats)."""
+    if exponent.__class__ is int:
+        return exponent == 2 and x.dtype in _SQUARE_INT_OR_FLOAT
+    return exponent.__class__ is float and exponent == 2.0 and x.dtype in _SQUARE_FLOAT
 
 
 def _binop(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUArray:
