@@ -62,7 +62,8 @@ LEGACY: dict[str, str | None] = {
 SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch": "launch",
          "jit": "jit", "array": "array", "elementwise": "elementwise",
          "bench_partition": "partition", "small_ops": "small-ops", "random": "random",
-         "sort": "sort", "indexing": "indexing", "link_ab": "link-ab"}
+         "sort": "sort", "indexing": "indexing", "link_ab": "link-ab",
+         "dask": "dask"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -615,6 +616,35 @@ def render_small_ops(doc: Doc) -> str:
     return "\n".join(lines)
 
 
+def render_dask(doc: Doc) -> str:
+    d = doc.data
+    sq, mm, task = doc.get("square_sum"), doc.get("matmul"), doc.get("per_task")
+    rows = []
+    for label, row, unit, digits in (
+            (f"(x ** 2).sum(), {sq['n']:,} float32 in chunks of {sq['chunk']:,}", sq, "GB/s", 1),
+            (f"x @ y, {mm['m']}² float32 in {mm['block']}² blocks", mm, "TFLOP/s", 2)):
+        cupy = (cell(doc.fig(row[f"cupy_{unit}"], f"cupy_{unit}"), digits)
+                if f"cupy_{unit}" in row else "not run")
+        speed = (ratio_cell(doc.fig(row["speed_vs_cupy"], "speed_vs_cupy"), better="higher",
+                            digits=3, unit=TIMES) if "speed_vs_cupy" in row else "")
+        target = (f"{row['target']}: {row['target_verdict']}" if "target" in row else "")
+        rows.append([label, f"{cell(doc.fig(row[unit], unit), digits)} {unit}", cupy, speed,
+                     target])
+    over = doc.fig(task["gpuarray_minus_numpy_us"], "per_task.gpuarray_minus_numpy_us")
+    per = doc.fig(task["gpuarray_us_per_task"], "per_task.gpuarray_us_per_task")
+    line = (f"Per task ({task['chunks']} chunks of {task['chunk']}, (x ** 2).sum()): "
+            f"{cell(per, 1)} µs with GPUArray chunks, {cell(over, 1)} µs more than NumPy "
+            "chunks")
+    if "cupy_us_per_task" in task:
+        line += (f", CuPy chunks {cell(doc.fig(task['cupy_us_per_task'], 'cupy_us'), 1)} µs")
+    return "\n".join([
+        source_line(doc), "",
+        f"Dask {d.get('dask_version')}, threaded scheduler with {d.get('threads')} threads, "
+        "arrays persisted on the device; wall time of `.compute()` plus a synchronization.", "",
+        table(["graph", "GPUArray chunks", "CuPy chunks", "speed vs CuPy", "target"], "lrrrl",
+              rows), "", line + "."])
+
+
 def render_link_ab(doc: Doc) -> str:
     builds = doc.get("builds")
     rows = []
@@ -641,6 +671,7 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "indexing": render_math,  # likewise
     "sort": render_sort,
     "link-ab": render_link_ab,
+    "dask": render_dask,
 }
 README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {
     "readme-math": ("math", render_readme_math),
