@@ -97,6 +97,7 @@ from pygpukit._partition import (  # noqa: E402
     partition,
     task,
 )
+from pygpukit._spill import spill_log  # noqa: E402
 from pygpukit._runtime import (  # noqa: E402
     backend,
     get_nvrtc_path,
@@ -238,6 +239,7 @@ __all__ = [
     "reset_peak_memory_stats",
     "set_matmul_precision",
     "set_memory_limit",
+    "spill_log",
     "stream_priority_range",
     "synchronize",
     "task",

@@ -17,7 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from pygpukit import _fastpath
+from pygpukit import _fastpath, _spill
 from pygpukit._array import GPUArray
 from pygpukit._errors import BackendUnavailableError
 from pygpukit._stream import stream_for_runtime
@@ -153,10 +153,11 @@ def _half_bits(dtype: np.dtype[Any]) -> Any:
 def _note_use(target: Any, array: GPUArray, writable: bool) -> None:
     """Record a launch's use of ``array`` on ``target`` (for the allocator and to_numpy).
 
-    :func:`touch` is skipped when the block already names that stream (the common case).
+    :func:`touch` is skipped when the block already names that stream (the common case), but
+    not for an array of a spill-enabled partition: touch stamps it and brings it back if spilled.
     """
     block = array._block
-    if block.stream is not target or (writable and block.writer is not target):
+    if block.stream is not target or (writable and block.writer is not target) or block.tracked:
         touch(target, array, written=array if writable else None)
 
 
@@ -247,6 +248,8 @@ class JITKernel:
             values = self._bind(args, kwargs)
         runtime = self._runtime
         target = stream if stream is not None else stream_for_runtime(runtime)
+        if _spill.active:  # spilled arrays back before any address is read
+            _spill.use(target, tuple(v for v in values if isinstance(v, GPUArray)), None)
         arrays: list[Any] = []
         for i, param, pointee, writable in self._pointers:
             value = values[i]
@@ -359,13 +362,16 @@ class JITKernel:
             values = list(args)
         runtime = self._runtime
         target = stream_for_runtime(runtime)
+        if _spill.active:  # spilled arrays back before any address is read
+            _spill.use(target, tuple(v for v in values if type(v) is GPUArray), None)
         for i, _, pointee, writable in self._pointers:
             value = values[i]
             if (type(value) is not GPUArray or value._rt is not runtime
                     or (pointee is not None and value.dtype != pointee)):
                 return False
             block = value._block
-            if block.stream is not target or (writable and block.writer is not target):
+            if (block.stream is not target or (writable and block.writer is not target)
+                    or block.tracked):  # spill-enabled partition: touch restores, stamps
                 touch(target, value, written=value if writable else None)
             values[i] = block.address + value._offset
         size = values[size_index]
@@ -437,6 +443,8 @@ class BoundLaunch:
                  arrays: list[Any]) -> None:
         self.kernel, self.stream = kernel, stream
         self._launcher, self._values, self._arrays = launcher, values, tuple(arrays)
+        for array, _ in self._arrays:  # their addresses are packed: no spill while bound
+            _spill.pin(array, "bound in a JIT launch")
         self._context, self._current = kernel._context_handle, kernel._current_context
         self._activate = kernel._runtime.activate
 
@@ -449,6 +457,10 @@ class BoundLaunch:
         if target._before_launch is not None:  # the stream's before-launch hook (pacing)
             target._before_launch()
         self._launcher(*self._values)
+
+    def __del__(self) -> None:
+        for array, _ in getattr(self, "_arrays", ()):
+            _spill.unpin(array)
 
     def __repr__(self) -> str:
         return f"<pygpukit.BoundLaunch of {self.kernel.name}>"
