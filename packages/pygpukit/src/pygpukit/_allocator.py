@@ -129,7 +129,7 @@ class Charger(Protocol):
         """A live block of ``owner`` was freed into the cache (it stays charged)."""
         ...
 
-    def live(self, owner: Any) -> bool:
+    def can_charge(self, owner: Any) -> bool:
         """Whether ``owner`` can still be charged (a partition not deleted)."""
         ...
 
@@ -486,7 +486,7 @@ class CachingAllocator:
         """A block charged to ``owner`` (a partition, whatever scope is current; ``None`` or a
         deleted one: nobody), as :meth:`malloc` otherwise.  Restores spilled blocks."""
         charger = self._charger
-        if charger is not None and owner is not None and not charger.live(owner):
+        if charger is not None and owner is not None and not charger.can_charge(owner):
             owner = None
         return self._malloc_slow(size_class(nbytes), stream, owner)
 

@@ -225,7 +225,7 @@ class _Charger:
         owner._allocated -= size
         owner._num_frees += 1
 
-    def live(self, owner: Partition) -> bool:
+    def can_charge(self, owner: Partition) -> bool:
         return owner._live and owner._state is self._state
 
     def track(self, owner: Partition, block: Any) -> None:

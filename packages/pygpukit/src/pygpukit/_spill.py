@@ -108,13 +108,11 @@ class _HostPool:
             self._bytes += nbytes
 
 
-_pools: dict[int, _HostPool] = {}
-
-
 def _pool(runtime: Any) -> _HostPool:
-    pool = _pools.get(id(runtime))
+    pool: _HostPool | None = getattr(runtime, "_pygpukit_spill_pool", None)
     if pool is None:
-        pool = _pools[id(runtime)] = _HostPool(runtime)
+        pool = _HostPool(runtime)
+        runtime._pygpukit_spill_pool = pool
     return pool
 
 
