@@ -517,7 +517,7 @@ with p:
     # The result's allocation can only spill an operand whose address the C path already
     # read: it checks again, leaves the op to the Python path, which says the quota is full
     # (a stale address is never launched).
-    before = count.value
+    before, spills = count.value, p.memory_stats()["num_spills"]
     try:
         a + b
     except gp.PartitionMemoryError as e:
@@ -525,6 +525,7 @@ with p:
     else:
         raise AssertionError("a + b cannot fit beside two pinned arrays")
     assert count.value == before, count.value - before
+    assert p.memory_stats()["num_spills"] > spills  # the C path's allocation spilled a
     del capsules
     assert np.array_equal(a.to_numpy(), ha) and np.array_equal(b.to_numpy(), hb)
 """
