@@ -97,7 +97,6 @@ from pygpukit._partition import (  # noqa: E402
     partition,
     task,
 )
-from pygpukit._spill import spill_log  # noqa: E402
 from pygpukit._runtime import (  # noqa: E402
     backend,
     get_nvrtc_path,
@@ -117,6 +116,7 @@ from pygpukit._sorting import (  # noqa: E402
     topk,
     unique,
 )
+from pygpukit._spill import spill_log  # noqa: E402
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
 if TYPE_CHECKING:

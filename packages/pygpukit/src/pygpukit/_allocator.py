@@ -483,8 +483,10 @@ class CachingAllocator:
         return block
 
     def malloc_for(self, nbytes: int, stream: StreamLike, owner: Any) -> Block:
-        """A block charged to ``owner`` (a partition, whatever scope is current; ``None`` or a
-        deleted one: nobody), as :meth:`malloc` otherwise.  Restores spilled blocks."""
+        """A block charged to ``owner`` whatever scope is current (restores spilled blocks).
+
+        ``owner``: a partition; ``None`` or a deleted one: nobody.  As :meth:`malloc` otherwise.
+        """
         charger = self._charger
         if charger is not None and owner is not None and not charger.can_charge(owner):
             owner = None

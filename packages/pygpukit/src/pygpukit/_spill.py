@@ -22,9 +22,9 @@ and calls :func:`spill_blocks` here to move the bytes:
 Nothing spills while it is *pinned* (``CachedBlock.pins``: exported through DLPack while the
 capsule lives, through ``__cuda_array_interface__`` for good, captured in a graph while it
 lives, bound in a ``BoundLaunch``) or *held*: the operands of each thread's last two uses
-(:func:`use`, :func:`ensure`), whose addresses an operation in progress may already have read.  The C fast path, which reads addresses before it allocates its result,
-checks them again after the allocation and leaves the operation to the Python path when an
-operand moved.
+(:func:`use`, :func:`ensure`), whose addresses an operation in progress may already have
+read.  The C fast path, which reads addresses before it allocates its result, checks them
+again after the allocation and leaves the operation to the Python path when an operand moved.
 
 The CPU simulation does the same with host buffers: a spilled block's simulated device memory
 is freed and its bytes live in the record until the block is used again.
