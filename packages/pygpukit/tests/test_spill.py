@@ -270,3 +270,42 @@ def test_cuda_array_interface_pins_for_good(device: str) -> None:
     assert a._block.address == pointer and p.memory_stats()["num_spills"] > 0
     np.testing.assert_array_equal(a.to_numpy(), h)
     del more
+
+
+SCALE = """
+extern "C" __global__
+void scale(float* x, float factor, int n) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < n) x[idx] *= factor;
+}
+"""
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize("backend", [pytest.param("cuda", marks=pytest.mark.gpu)],
+                         indirect=True)
+def test_jit_launches_restore_and_bound_launches_pin(device: str) -> None:
+    """A JIT call (C fast path, then its fallback) brings a spilled array back; bind pins it."""
+    kernel = gp.jit(SCALE, func="scale")
+    p = gp.create_partition("jit", memory=1 * MiB, spill=True)
+    rng = np.random.default_rng(11)
+    h = _random(rng)
+    with p:
+        a = gp.from_numpy(h)
+        more = [gp.from_numpy(_random(rng)) for _ in range(4)]
+        assert not a._block.address
+        kernel(a, factor=2.0, n=a.size)
+        assert a._block.address
+        np.testing.assert_array_equal(a.to_numpy(), h * np.float32(2.0))
+        bound = kernel.bind(a, factor=0.5, n=a.size)
+        more += [gp.from_numpy(_random(rng)) for _ in range(4)]
+        assert a._block.address and a._block.pins
+        bound()
+        np.testing.assert_array_equal(a.to_numpy(), h)
+        del bound
+        gc.collect()
+        assert not a._block.pins
+        more += [gp.from_numpy(_random(rng)) for _ in range(4)]
+        assert not a._block.address
+        kernel(a, 4.0, a.size)  # positional: the checking path
+        np.testing.assert_array_equal(a.to_numpy(), h * np.float32(4.0))

@@ -249,7 +249,9 @@ class JITKernel:
         runtime = self._runtime
         target = stream if stream is not None else stream_for_runtime(runtime)
         if _spill.active:  # spilled arrays back before any address is read
-            _spill.use(target, tuple(v for v in values if isinstance(v, GPUArray)), None)
+            _spill.use(target, tuple(v for v in values
+                                     if isinstance(v, GPUArray) and v._rt is runtime), None,
+                       kept=False)
         arrays: list[Any] = []
         for i, param, pointee, writable in self._pointers:
             value = values[i]
@@ -363,7 +365,9 @@ class JITKernel:
         runtime = self._runtime
         target = stream_for_runtime(runtime)
         if _spill.active:  # spilled arrays back before any address is read
-            _spill.use(target, tuple(v for v in values if type(v) is GPUArray), None)
+            _spill.use(target, tuple(v for v in values
+                                     if type(v) is GPUArray and v._rt is runtime), None,
+                       kept=False)
         for i, _, pointee, writable in self._pointers:
             value = values[i]
             if (type(value) is not GPUArray or value._rt is not runtime

@@ -220,8 +220,8 @@ def spill_blocks(runtime: Any, victims: list[tuple[Any, Any, SpillStats]], why: 
                 if writer is not block.stream:
                     event.synchronize()
                 for other in block.used_streams or ():
-                    if other is not writer:
-                        other.synchronize()
+                    if other is not writer:  # a Stream's own wait (no capture check) or a
+                        getattr(other, "_impl", other).synchronize()  # foreign one's
             except BaseException:
                 pool.put(host, size)
                 raise
@@ -278,12 +278,14 @@ def restore(block: Any, stream: Stream, why: str) -> None:
         _note("restore", owner, record.size, why, seconds)
 
 
-def use(stream: Stream, arrays: tuple[GPUArray, ...], written: GPUArray | None) -> None:
+def use(stream: Stream, arrays: tuple[GPUArray, ...], written: GPUArray | None,
+        kept: bool = True) -> None:
     """An operation on ``stream`` uses ``arrays`` (and writes ``written``): stamp, hold, restore.
 
     Called by ``pygpukit._transfer.touch`` while :data:`active`.  Blocks of other partitions
     are not looked at beyond their ``tracked`` flag.  During a graph capture the tracked
-    blocks the graph keeps are pinned while it lives (``Graph`` unpins them).
+    blocks the graph keeps (``touch`` appends them to ``stream._keep``) are pinned while it
+    lives (``Graph`` unpins them); ``kept=False`` for a call that is not touch's.
     """
     blocks = [a._block for a in arrays if a._block.tracked]
     if written is not None and written._block.tracked:
@@ -291,7 +293,7 @@ def use(stream: Stream, arrays: tuple[GPUArray, ...], written: GPUArray | None) 
     if not blocks:
         return
     _hold([id(b) for b in blocks])
-    keep = stream._keep
+    keep = stream._keep if kept else None
     for block in blocks:
         block.touch()
         if not block.address:
