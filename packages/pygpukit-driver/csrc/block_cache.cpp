@@ -437,6 +437,18 @@ PyObject* cache_stats(PyObject* o, PyObject*) {
     return d;
 }
 
+// size_class(nbytes) -> int: the size class of a request (static).  The one rule of the
+// allocator (pygpukit._allocator uses it); the Rust pool model's size_class is checked against
+// it in pygpukit's tests.
+PyObject* cache_size_class(PyObject*, PyObject* nbytes) {
+    std::int64_t n;
+    if (!parse_i64(nbytes, "nbytes", &n)) return nullptr;
+    if (n > (std::int64_t{1} << 62))
+        return PyErr_Format(PyExc_OverflowError, "nbytes %lld is too large",
+                            static_cast<long long>(n));
+    return PyLong_FromLongLong(size_class(n));
+}
+
 // block(allocator, address, payload, size, stream) -> CachedBlock (counted by the caller).
 PyObject* cache_block(PyObject* o, PyObject* const* a, Py_ssize_t n) {
     if (n != 5) return PyErr_Format(PyExc_TypeError, "block takes 5 arguments, got %zd", n);
@@ -697,6 +709,10 @@ PyObject* make_cache_type(PyObject* module) {
         {"set", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&cache_set)),
          METH_FASTCALL, "set($self, name, value, /)\n--\n\nSet a statistic."},
         {"stats", &cache_stats, METH_NOARGS, "stats($self, /)\n--\n\nAll statistics (a dict)."},
+        {"size_class", &cache_size_class, METH_O | METH_STATIC,
+         "size_class(nbytes, /)\n--\n\n"
+         "The size class of a request: 512 B to 1 MiB in powers of two, then multiples of "
+         "2 MiB."},
         {"block", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&cache_block)),
          METH_FASTCALL, "block($self, allocator, address, payload, size, stream, /)\n--\n\n"
                         "A new CachedBlock that returns to this cache when it goes."},

@@ -17,7 +17,7 @@ import pytest
 import pygpukit as gp
 
 try:
-    import pygpukit_sched  # noqa: F401  (the `sched` extra: the spill order is its decision)
+    import pygpukit_sched  # the `sched` extra: the spill order is its decision
     _NO_SCHED = None
 except ImportError:
     _NO_SCHED = "needs pygpukit[sched] (pygpukit-sched is not installed)"
@@ -209,6 +209,21 @@ def test_spill_log_and_debug_logging(device: str, caplog: pytest.LogCaptureFixtu
     assert restores[-1]["reason"] == "read to the host"
     assert any("spill" in r.getMessage() and "logged" in r.getMessage() for r in caplog.records)
     assert len(gp.spill_log()) >= len(log)
+
+
+def test_one_size_class_rule_for_the_allocator_and_the_rust_pool_model() -> None:
+    """The allocator's classes are the C BlockCache's; the Rust pool model must agree."""
+    from pygpukit._allocator import size_class
+    from pygpukit_driver import BlockCache
+
+    rng = np.random.default_rng(12)
+    sizes = [1, 511, 512, 513, 1023, 1024, 4097, MiB - 1, MiB, MiB + 1, 2 * MiB, 2 * MiB + 1,
+             3 << 30, (1 << 40) + 7]
+    sizes += [int(x) for x in rng.integers(1, 1 << 34, 2000)]
+    sizes += [int(x) for x in rng.integers(1, 4 * MiB, 2000)]
+    for n in sizes:
+        assert size_class(n) == BlockCache.size_class(n) == \
+            pygpukit_sched.MemoryPool.size_class(n), n
 
 
 def test_spill_argument_and_defaults(device: str) -> None:

@@ -39,18 +39,15 @@ from typing import Any, Protocol
 from pygpukit._errors import OutOfMemoryError, PartitionMemoryError
 from pygpukit_driver import BlockCache, CachedBlock
 
-SMALL_LIMIT = 1 << 20
-LARGE_GRANULE = 2 << 20
-MIN_BLOCK = 512
-
 
 def size_class(nbytes: int) -> int:
-    """Round a request up to its size class."""
-    if nbytes <= MIN_BLOCK:
-        return MIN_BLOCK
-    if nbytes <= SMALL_LIMIT:
-        return 1 << (nbytes - 1).bit_length()
-    return -(-nbytes // LARGE_GRANULE) * LARGE_GRANULE
+    """Round a request up to its size class (512 B ... 1 MiB in powers of two, then 2 MiB steps).
+
+    The rule lives once, in the C ``BlockCache`` whose fast path allocates with it; the Rust
+    scheduler's pool model (``pygpukit_sched.MemoryPool.size_class``) is checked against it by
+    the tests.
+    """
+    return BlockCache.size_class(nbytes)
 
 
 class StreamLike(Protocol):
