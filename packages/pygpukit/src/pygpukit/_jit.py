@@ -153,11 +153,10 @@ def _half_bits(dtype: np.dtype[Any]) -> Any:
 def _note_use(target: Any, array: GPUArray, writable: bool) -> None:
     """Record a launch's use of ``array`` on ``target`` (for the allocator and to_numpy).
 
-    :func:`touch` is skipped when the block already names that stream (the common case), but
-    not for an array of a spill-enabled partition: touch stamps it and brings it back if spilled.
+    :func:`touch` is skipped when the block already names that stream (the common case).
     """
     block = array._block
-    if block.stream is not target or (writable and block.writer is not target) or block.tracked:
+    if block.stream is not target or (writable and block.writer is not target):
         touch(target, array, written=array if writable else None)
 
 
@@ -374,8 +373,7 @@ class JITKernel:
                     or (pointee is not None and value.dtype != pointee)):
                 return False
             block = value._block
-            if (block.stream is not target or (writable and block.writer is not target)
-                    or block.tracked):  # spill-enabled partition: touch restores, stamps
+            if block.stream is not target or (writable and block.writer is not target):
                 touch(target, value, written=value if writable else None)
             values[i] = block.address + value._offset
         size = values[size_index]
