@@ -91,6 +91,28 @@ def test_best_effort_allocates_twice_its_quota(device: str) -> None:
         np.testing.assert_array_equal(a.to_numpy(), h)
 
 
+def test_a_higher_tier_makes_room_by_spilling_best_effort_arrays(device: str) -> None:
+    be = gp.create_partition("batch")
+    burst = gp.create_partition("burst", memory=TOTAL, memory_request=MiB)  # spill off
+    assert burst.tier == "burstable" and not burst.spill
+    rng = np.random.default_rng(13)
+    hosts = [_random(rng) for _ in range(TOTAL // CHUNK - 4)]  # all but 1 MiB of the device
+    with be:
+        batch = [gp.from_numpy(h) for h in hosts]
+    assert be.memory_stats()["num_spills"] == 0
+    mine = [_random(rng) for _ in range(8)]  # 2 MiB: the device is full, not its quota
+    with burst:
+        arrays = [gp.from_numpy(h) for h in mine]
+    assert be.memory_stats()["num_spills"] >= 4 and burst.memory_stats()["num_ooms"] == 0
+    for h, a in zip(mine, arrays, strict=True):
+        np.testing.assert_array_equal(a.to_numpy(), h)
+    # BestEffort's arrays come back by spilling its own (never the Burstable's).
+    with be:
+        for h, a in zip(hosts, batch, strict=True):
+            np.testing.assert_array_equal(a.to_numpy(), h)
+    assert all(a._block.address for a in arrays)
+
+
 def test_a_partition_without_spill_still_raises(device: str) -> None:
     p = gp.create_partition("capped", memory=1 * MiB)
     assert p.tier == "burstable" and not p.spill
