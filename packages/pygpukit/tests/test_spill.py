@@ -346,3 +346,23 @@ def test_jit_launches_restore_and_bound_launches_pin(device: str) -> None:
         assert not a._block.address
         kernel(a, 4.0, a.size)  # positional: the checking path
         np.testing.assert_array_equal(a.to_numpy(), h * np.float32(4.0))
+
+
+def test_arrays_outside_spill_partitions_are_not_tracked(device: str) -> None:
+    """Only arrays of spill-enabled partitions carry the LRU stamp (a flag test for others)."""
+    gp.create_partition("spilling", memory=MiB, spill=True)
+    plain = gp.create_partition("plain", memory=MiB)
+    outside = gp.ones(1000)
+    with plain:
+        inside = gp.ones(1000)
+    for a in (outside, inside):
+        b = (a + 1.0).sum()
+        assert not a._block.tracked and a._block.last_use == 0 and not a._block.pins
+        assert not b._block.tracked
+    assert b.item() == 2000.0
+    with gp.get_partition("spilling"):
+        tracked = gp.ones(1000)
+    stamp = tracked._block.last_use
+    assert tracked._block.tracked and stamp > 0
+    _ = tracked + 1.0
+    assert tracked._block.last_use > stamp
