@@ -63,7 +63,7 @@ SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch":
          "jit": "jit", "array": "array", "elementwise": "elementwise",
          "bench_partition": "partition", "small_ops": "small-ops", "random": "random",
          "sort": "sort", "indexing": "indexing", "link_ab": "link-ab",
-         "dask": "dask"}
+         "dask": "dask", "bench_spill": "spill"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -560,6 +560,37 @@ def render_partition(doc: Doc) -> str:
     return "\n".join([source_line(doc), "", table(["measure", "result", "target"], "lll", rows)])
 
 
+def render_spill(doc: Doc) -> str:
+    """bench_spill.py: the over-quota workload's time, spill / restore vs a pinned copy."""
+    rows = []
+    if doc.has("a.over_quota_over_enough"):
+        ratio = doc.figure("a.over_quota_over_enough")
+        over = doc.get("a.live_over_quota")
+        arrays, size = doc.get("a.arrays"), doc.get("a.array_bytes")
+        equal = doc.get("a.data_equal_numpy")
+        rows.append([
+            f"(a) {once(over):.2g}{TIMES} the quota in live arrays ({arrays} {TIMES} "
+            f"{size >> 20} MiB, {doc.get('a.passes')} passes), time over quota / with enough "
+            f"quota ({cell(doc.figure('a.over_quota_s'), 2, ' s')} / "
+            f"{cell(doc.figure('a.enough_quota_s'), 2, ' s')})",
+            cell(ratio, 2, TIMES),
+            "completes, data equal to NumPy — "
+            + ("met" if equal is True else f"not met ({equal})")])
+    if doc.has("b.spill_over_pinned"):
+        ref = doc.get("b.reference")
+        for what, ours, theirs, direction in (
+                ("spill", "b.spill_GBps", "b.pinned_d2h_GBps", "device → host"),
+                ("restore", "b.restore_GBps", "b.pinned_h2d_GBps", "host → device")):
+            pct = doc.figure(f"b.{what}_over_pinned")
+            pct = spread([100 * pct[k] for k in ("min", "median", "max")])
+            rows.append([
+                f"(b) {what} of {doc.get('b.bytes') >> 20} MiB: {cell(doc.figure(ours), 1)} "
+                f"GB/s vs {ref} {direction} {cell(doc.figure(theirs), 1)} GB/s",
+                cell(pct, 0, "%"),
+                f"≥ 80% — {'met' if pct['min'] >= 80 else 'not met'}"])
+    return "\n".join([source_line(doc), "", table(["measure", "result", "target"], "lll", rows)])
+
+
 def render_small_ops(doc: Doc) -> str:
     floor = doc.figure("c_launch_floor_us")
     prepared = doc.figure("python_prepared_launch_us")
@@ -672,6 +703,7 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "sort": render_sort,
     "link-ab": render_link_ab,
     "dask": render_dask,
+    "spill": render_spill,
 }
 README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {
     "readme-math": ("math", render_readme_math),

@@ -180,6 +180,7 @@ def current_files() -> dict[str, dict[str, Any]]:
                             ("dask-h100.json", "dask")):
         body = {k: v for k, v in legacy(name).items() if k not in STRIP}  # measured files
         files[name.replace("h100", "h200")] = {**head(benchmark, 3), **body}
+    files["spill-h200.json"] = spill_file()
     return files
 
 
@@ -196,6 +197,30 @@ def link_ab_file() -> dict[str, Any]:
     return {**head("link_ab", 3), "builds": {"a": "zig", "b": "g++"},
             "benchmarks": ["bench_launch.py -n 20000"], "tolerance": 0.02, "rows": rows,
             "all_within": True, "no_regression": True}
+
+
+def spill_file() -> dict[str, Any]:
+    """bench_spill.py's shape: its CPU-simulation output (testdata) under a GPU head."""
+    body = {k: v for k, v in legacy("spill-cpu-simulation.json").items() if k not in STRIP}
+    return {**head("bench_spill", 3), **body}
+
+
+def test_renders_the_spill_benchmark(tree: Path) -> None:
+    data = spill_file()
+    data["b"]["restore_over_pinned"] = {"min": 0.75, "median": 0.85, "max": 0.9}
+    write(tree, "spill-h200.json", data)
+    assert run_report(tree) == 0
+    results = (tree / "benchmarks" / "results" / "README.md").read_text()
+    block = results.split("<!-- report:spill -->")[1].split("<!-- /report:spill")[0]
+    assert block.startswith("\n`spill-h200.json`, commit 0123456")
+    a = data["a"]
+    assert f"(a) 1.5{report.TIMES} the quota in live arrays ({a['arrays']} {report.TIMES} 8 MiB" \
+        in block
+    assert "completes, data equal to NumPy — met" in block
+    assert "(b) spill of 64 MiB" in block and "NumPy host copy (CPU simulation)" in block
+    assert "≥ 80% — met" in block  # spill: every run above 80% of the copy
+    # restore: one run below the target
+    assert f"| 85% (75{report.DASH}90) | ≥ 80% — not met |" in block
 
 
 def random_file() -> dict[str, Any]:

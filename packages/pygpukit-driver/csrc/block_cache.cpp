@@ -96,7 +96,17 @@ struct BlockObject {
     PyObject* stream;
     PyObject* used_streams;  // None or set
     PyObject* writer;        // the stream that last wrote the block
+    // Spill (pygpukit._spill): blocks of spill-enabled partitions are `tracked`; their
+    // `last_use` is stamped from g_use_clock on each use (the LRU order), `pins` > 0 keeps
+    // them on the device.  A spilled block has address 0 and its host copy as payload.
+    std::uint64_t last_use;
+    int tracked;
+    int pins;
+    PyObject* weakrefs;
 };
+
+// The LRU clock of tracked blocks: one counter for the process (the GIL orders its uses).
+std::uint64_t g_use_clock = 0;
 
 PyTypeObject* g_cache_type = nullptr;
 PyTypeObject* g_block_type = nullptr;
@@ -172,6 +182,10 @@ PyObject* new_block(CacheObject* cache, PyObject* allocator, std::uint64_t addre
     b->used_streams = Py_None;
     Py_INCREF(stream);
     b->writer = stream;
+    b->last_use = 0;
+    b->tracked = 0;
+    b->pins = 0;
+    b->weakrefs = nullptr;
     return reinterpret_cast<PyObject*>(b);
 }
 
@@ -423,6 +437,18 @@ PyObject* cache_stats(PyObject* o, PyObject*) {
     return d;
 }
 
+// size_class(nbytes) -> int: the size class of a request (static).  The one rule of the
+// allocator (pygpukit._allocator uses it); the Rust pool model's size_class is checked against
+// it in pygpukit's tests.
+PyObject* cache_size_class(PyObject*, PyObject* nbytes) {
+    std::int64_t n;
+    if (!parse_i64(nbytes, "nbytes", &n)) return nullptr;
+    if (n > (std::int64_t{1} << 62))
+        return PyErr_Format(PyExc_OverflowError, "nbytes %lld is too large",
+                            static_cast<long long>(n));
+    return PyLong_FromLongLong(size_class(n));
+}
+
 // block(allocator, address, payload, size, stream) -> CachedBlock (counted by the caller).
 PyObject* cache_block(PyObject* o, PyObject* const* a, Py_ssize_t n) {
     if (n != 5) return PyErr_Format(PyExc_TypeError, "block takes 5 arguments, got %zd", n);
@@ -483,7 +509,9 @@ PyObject* cache_malloc_fast(PyObject* o, PyObject* const* a, Py_ssize_t n) {
 void block_dealloc(PyObject* o) {
     auto* b = as_block(o);
     PyTypeObject* tp = Py_TYPE(o);
-    if (b->cache != nullptr && b->size != 0 && b->allocator != Py_None) {
+    if (b->weakrefs != nullptr) PyObject_ClearWeakRefs(o);
+    // address 0: spilled (its device memory went back already) or handed to another block.
+    if (b->cache != nullptr && b->size != 0 && b->allocator != Py_None && b->address != 0) {
         // Queued for the allocator, which drains it under its lock (or the C fast path does).
         as_cache(b->cache)->released->push_back(
             Released{b->address, b->payload, b->size, b->stream, b->used_streams});
@@ -530,6 +558,90 @@ PyObject* block_record_stream(PyObject* o, PyObject* stream) {
     }
     if (PySet_Add(b->used_streams, stream) < 0) return nullptr;
     Py_RETURN_NONE;
+}
+
+// touch(): stamp the block's last use from the LRU clock (tracked blocks).
+PyObject* block_touch(PyObject* o, PyObject*) {
+    as_block(o)->last_use = ++g_use_clock;
+    Py_RETURN_NONE;
+}
+
+// spill_out(record): the block's device memory goes back to its cache as if its arrays had
+// released it (queued for the allocator, used_streams with it); the block keeps `record` (its
+// host copy) as payload and has address 0 until adopt().  The caller has copied the bytes out
+// (ordered before any reuse of the memory: see pygpukit._spill).
+PyObject* block_spill_out(PyObject* o, PyObject* record) {
+    auto* b = as_block(o);
+    if (b->address == 0) return PyErr_Format(PyExc_ValueError, "the block is spilled already");
+    if (b->cache == nullptr || b->size == 0 || b->allocator == Py_None)
+        return PyErr_Format(PyExc_ValueError, "only a block of a caching allocator can spill");
+    if (b->pins > 0) return PyErr_Format(PyExc_ValueError, "the block is pinned to the device");
+    Py_INCREF(b->stream);
+    as_cache(b->cache)->released->push_back(
+        Released{b->address, b->payload, b->size, b->stream, b->used_streams});  // steals
+    Py_INCREF(record);
+    b->payload = record;
+    Py_INCREF(Py_None);
+    b->used_streams = Py_None;
+    b->address = 0;
+    Py_RETURN_NONE;
+}
+
+// adopt(other): a spilled block takes over `other`'s memory (a new block of the same cache,
+// size and stream, made by the allocator to restore it); `other` is left empty (address 0:
+// its dealloc gives nothing back).  The host copy (the old payload) is dropped.
+PyObject* block_adopt(PyObject* o, PyObject* other) {
+    auto* b = as_block(o);
+    if (!is_cached_block(other) || other == o)
+        return PyErr_Format(PyExc_TypeError, "adopt() takes another CachedBlock, got %s",
+                            Py_TYPE(other)->tp_name);
+    auto* n = as_block(other);
+    if (b->address != 0) return PyErr_Format(PyExc_ValueError, "the block is not spilled");
+    if (n->address == 0 || n->cache != b->cache || n->size != b->size || n->stream != b->stream)
+        return PyErr_Format(PyExc_ValueError,
+                            "adopt(): the new block must be live, of the same cache, size and "
+                            "stream");
+    PyObject* old = b->payload;
+    b->address = n->address;
+    b->payload = n->payload;
+    Py_SETREF(b->used_streams, n->used_streams);
+    Py_INCREF(Py_None);
+    n->used_streams = Py_None;
+    Py_INCREF(Py_None);
+    n->payload = Py_None;
+    n->address = 0;
+    Py_DECREF(old);
+    Py_RETURN_NONE;
+}
+
+PyObject* block_get_tracked(PyObject* o, void*) { return PyBool_FromLong(as_block(o)->tracked); }
+int block_set_tracked(PyObject* o, PyObject* v, void*) {
+    if (v == nullptr) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete tracked");
+        return -1;
+    }
+    int t = PyObject_IsTrue(v);
+    if (t < 0) return -1;
+    as_block(o)->tracked = t;
+    return 0;
+}
+PyObject* block_get_pins(PyObject* o, void*) { return PyLong_FromLong(as_block(o)->pins); }
+int block_set_pins(PyObject* o, PyObject* v, void*) {
+    if (v == nullptr) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete pins");
+        return -1;
+    }
+    long n = PyLong_AsLong(v);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n < 0 || n > 0x7FFFFFFF) {
+        PyErr_Format(PyExc_ValueError, "pins must be in [0, 2**31), got %ld", n);
+        return -1;
+    }
+    as_block(o)->pins = static_cast<int>(n);
+    return 0;
+}
+PyObject* block_get_last_use(PyObject* o, void*) {
+    return PyLong_FromUnsignedLongLong(as_block(o)->last_use);
 }
 
 PyObject* block_get_address(PyObject* o, void*) {
@@ -597,6 +709,10 @@ PyObject* make_cache_type(PyObject* module) {
         {"set", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&cache_set)),
          METH_FASTCALL, "set($self, name, value, /)\n--\n\nSet a statistic."},
         {"stats", &cache_stats, METH_NOARGS, "stats($self, /)\n--\n\nAll statistics (a dict)."},
+        {"size_class", &cache_size_class, METH_O | METH_STATIC,
+         "size_class(nbytes, /)\n--\n\n"
+         "The size class of a request: 512 B to 1 MiB in powers of two, then multiples of "
+         "2 MiB."},
         {"block", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&cache_block)),
          METH_FASTCALL, "block($self, allocator, address, payload, size, stream, /)\n--\n\n"
                         "A new CachedBlock that returns to this cache when it goes."},
@@ -640,6 +756,15 @@ PyObject* make_block_type(PyObject* module) {
         {"record_stream", &block_record_stream, METH_O,
          "record_stream($self, stream, /)\n--\n\n"
          "Note that work on `stream` (not the allocating one) uses this block."},
+        {"touch", &block_touch, METH_NOARGS,
+         "touch($self, /)\n--\n\nStamp the block's last use from the LRU clock."},
+        {"spill_out", &block_spill_out, METH_O,
+         "spill_out($self, record, /)\n--\n\n"
+         "Give the device memory back to the cache (its bytes copied out by the caller); "
+         "the block keeps `record` as payload and has address 0."},
+        {"adopt", &block_adopt, METH_O,
+         "adopt($self, other, /)\n--\n\n"
+         "A spilled block takes over the memory of `other` (same cache, size and stream)."},
         {nullptr, nullptr, 0, nullptr}};
     static PyGetSetDef getset[] = {
         {"address", &block_get_address, nullptr, "Device (or host) address.", nullptr},
@@ -652,13 +777,23 @@ PyObject* make_block_type(PyObject* module) {
         {"writer", &block_get_writer, &block_set_writer,
          "The stream of the last operation that wrote it.", nullptr},
         {"allocator", &block_get_allocator, nullptr, "The allocator it returns to.", nullptr},
+        {"tracked", &block_get_tracked, &block_set_tracked,
+         "Whether uses stamp last_use (a block of a spill-enabled partition).", nullptr},
+        {"pins", &block_get_pins, &block_set_pins,
+         "Pins keeping it on the device (exports, graphs); 0: it may spill.", nullptr},
+        {"last_use", &block_get_last_use, nullptr, "The LRU stamp of its last use.", nullptr},
         {nullptr, nullptr, nullptr, nullptr, nullptr}};
+    static PyMemberDef members[] = {
+        {"__weaklistoffset__", T_PYSSIZET,
+         static_cast<Py_ssize_t>(offsetof(BlockObject, weakrefs)), READONLY, nullptr},
+        {nullptr, 0, 0, 0, nullptr}};
     static PyType_Slot slots[] = {
         {Py_tp_new, reinterpret_cast<void*>(&block_new)},
         {Py_tp_dealloc, reinterpret_cast<void*>(&block_dealloc)},
         {Py_tp_methods, methods},
         {Py_tp_getset, getset},
         {Py_tp_repr, reinterpret_cast<void*>(&block_repr)},
+        {Py_tp_members, members},
         {Py_tp_doc, const_cast<char*>(
                         "CachedBlock(cache, allocator, address, payload, size, stream)\n--\n\n"
                         "One allocation, shared by an array and its views; when the last "
@@ -680,6 +815,10 @@ bool is_cached_block(PyObject* obj) {
     return g_block_type != nullptr && Py_IS_TYPE(obj, g_block_type);
 }
 std::uint64_t cached_block_address(PyObject* block) { return as_block(block)->address; }
+void cached_block_use(PyObject* block) {
+    auto* b = as_block(block);
+    if (b->tracked) b->last_use = ++g_use_clock;
+}
 PyObject* cached_block_stream(PyObject* block) { return as_block(block)->stream; }
 PyObject* cached_block_writer(PyObject* block) { return as_block(block)->writer; }
 

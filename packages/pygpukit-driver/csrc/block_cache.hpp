@@ -18,7 +18,10 @@ bool is_block_cache(PyObject* obj);
 
 // Fields of a CachedBlock read by the fast path (borrowed references).
 bool is_cached_block(PyObject* obj);
-std::uint64_t cached_block_address(PyObject* block);
+std::uint64_t cached_block_address(PyObject* block);  // 0: spilled to host memory
+// A use of the block by an operation: stamps its LRU clock if it is tracked (spill-enabled
+// partitions); a flag test otherwise.
+void cached_block_use(PyObject* block);
 PyObject* cached_block_stream(PyObject* block);
 PyObject* cached_block_writer(PyObject* block);
 

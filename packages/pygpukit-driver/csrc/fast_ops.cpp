@@ -441,18 +441,30 @@ long long contiguous_size(PyObject* a) {
 }
 
 // The operand's device address, if its block is a CachedBlock allocated for `stream` (work
-// on other streams needs the Python path's bookkeeping).  0 if not.
+// on other streams needs the Python path's bookkeeping).  0 if not, or if the block is spilled
+// to host memory (address 0): the Python path brings it back (pygpukit._spill).  A use stamps
+// the LRU clock of blocks of spill-enabled partitions (a flag test for the others).
 std::uint64_t operand_address(PyObject* a, PyObject* stream) {
     PyObject* b = slot(a, g.a_block);
     PyObject* off = slot(a, g.a_offset);
     if (b == nullptr || off == nullptr || !is_cached_block(b) || cached_block_stream(b) != stream)
         return 0;
+    std::uint64_t base = cached_block_address(b);
+    if (base == 0) return 0;
     long long o = PyLong_AsLongLong(off);
     if (o == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
     }
-    return cached_block_address(b) + static_cast<std::uint64_t>(o);
+    cached_block_use(b);
+    return base + static_cast<std::uint64_t>(o);
+}
+
+// Whether an operand whose address was `addr` before the result's allocation still has it:
+// under memory pressure in a spill-enabled partition the allocation may have spilled it, and
+// then the Python path takes the op (and brings the operand back).
+bool still_at(PyObject* a, std::uint64_t addr, PyObject* stream) {
+    return a == nullptr || operand_address(a, stream) == addr;
 }
 
 // The calling thread's current stream on the plan's device (a new reference), or nullptr when
@@ -719,6 +731,12 @@ PyObject* run(FastOpObject* self, PyObject* const* args) {
     PyObject* out = new_result(p, rt, out_shape, x, self->kind == kReduce ? 1 : n, stream,
                                &out_addr);
     if (out == nullptr) return nullptr;
+    for (int i = 0; i < nops; ++i) {
+        if (p->conv[i] == kArray && !still_at(ops[i], addr[i], stream)) {
+            Py_DECREF(out);  // an operand was spilled meanwhile: the Python path
+            return nullptr;
+        }
+    }
     Params prm;
     unsigned int grid = ew_grid(n);
     switch (self->kind) {
@@ -897,6 +915,11 @@ PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t narg
         }
         addr = cached_block_address(workspace);
         ws = reinterpret_cast<void*>(static_cast<std::uintptr_t>(addr));
+    }
+    if (!still_at(a, pa, stream) || !still_at(b, pb, stream) || !still_at(bias, pbias, stream)) {
+        Py_XDECREF(workspace);  // an operand was spilled by the allocations: the Python path
+        Py_DECREF(out);
+        return nullptr;
     }
     if (status == 0) {
         if (!ensure_context(p)) {

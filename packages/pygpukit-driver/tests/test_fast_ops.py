@@ -10,6 +10,7 @@ byte for byte (the result block is reused, so even the output address matches).
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -434,3 +435,110 @@ else:
 
 def test_jit_keyword_call_launches_what_the_checking_path_launches(run: Runner) -> None:
     run(JIT_CALLS, env={"PYGPUKIT_BACKEND": "cpu"})
+
+
+def test_cached_block_spill_out_and_adopt() -> None:
+    cache = drv.BlockCache()
+    stream, other = _Stream(), _Stream()
+    allocator = object()
+    cache.push(stream, 512, 0xE000, "device 2")
+    cache.push(stream, 512, 0xD000, "device")  # LIFO: taken first
+    block = cache.malloc_fast(allocator, 512, stream)
+    assert block is not None and not block.tracked and block.pins == 0 and block.last_use == 0
+    block.tracked = True
+    block.touch()
+    first = block.last_use
+    block.touch()
+    assert block.last_use > first > 0
+    ref = weakref.ref(block)  # the spill registry holds blocks weakly
+    block.record_stream(other)
+    block.pins = 1
+    with pytest.raises(ValueError, match="pinned"):
+        block.spill_out("host copy")
+    with pytest.raises(ValueError, match="pins must be in"):
+        block.pins = -1
+    block.pins = 0
+    block.spill_out("host copy")
+    # The device memory went back as a release (with the streams that used it); the block
+    # keeps the host copy and has address 0 until it adopts new memory.
+    assert block.address == 0 and block.payload == "host copy" and block.used_streams is None
+    (address, payload, size, s, used), = cache.take_released()
+    assert (address, payload, size, s, used) == (0xD000, "device", 512, stream, {other})
+    with pytest.raises(ValueError, match="spilled already"):
+        block.spill_out("again")
+    new = cache.malloc_fast(allocator, 512, stream)
+    assert new is not None and new.address == 0xE000
+    with pytest.raises(TypeError, match="another CachedBlock"):
+        block.adopt("nope")
+    block.adopt(new)
+    assert (block.address, block.payload) == (0xE000, "device 2")
+    assert new.address == 0 and new.payload is None
+    with pytest.raises(ValueError, match="not spilled"):
+        block.adopt(new)
+    del new  # empty: nothing goes back
+    assert cache.released_count == 0
+    del block
+    assert ref() is None and cache.released_count == 1
+
+
+SPILLED_OPERANDS = r"""
+import ctypes, os
+import numpy as np
+import pygpukit as gp
+
+FAKE = ctypes.CDLL(os.environ["PYGPUKIT_CUDA_DRIVER"])
+ctx = use_device(0)
+mod = drv.Module.load_data(b"FAKECUBIN")
+rt = gp.zeros(1)._rt
+launcher = drv.Launcher(mod.get_function("small_ew_f32"), 1, 256, "iiPiPiqPiqPiqffq")
+rt.small_launchers["ew_f32"] = launcher
+rt.small["ew_f32"] = launcher.launch
+count = ctypes.c_int.in_dll(FAKE, "fake_launch_count")
+gp.configure_partitions(1 << 20)
+p = gp.create_partition("spilling", memory=4 * 512, spill=True)  # four 512-byte blocks
+q = gp.create_partition("other", memory=4 * 512, spill=True)
+ha, hb = np.arange(100, dtype=np.float32), np.full(100, 0.5, np.float32)
+with p:
+    a, b = gp.from_numpy(ha), gp.from_numpy(hb)
+    # On the device: the C path launches and stamps the operands' LRU clock (a, then b).
+    stamp = max(a._block.last_use, b._block.last_use)
+    before = count.value
+    r = a + b
+    assert count.value == before + 1, count.value - before
+    assert stamp < a._block.last_use < b._block.last_use
+    del r
+    # Two more arrays fill the quota; a third spills the least recently used, a.
+    fill = [gp.from_numpy(np.zeros(100, np.float32)) for _ in range(3)]
+    assert not a._block.address and p.memory_stats()["num_spills"] >= 1
+    # A spilled operand: neither the C path nor the Python small path launches; the general
+    # path brings it back (NumPy computes on the CPU simulation).
+    before = count.value
+    r = a + b
+    assert count.value == before, count.value - before
+    assert a._block.address and np.array_equal(r.to_numpy(), ha + hb)
+    del r, fill
+with q:  # later uses elsewhere: a and b are no longer held as this thread's latest operands
+    q1, q2 = gp.from_numpy(ha), gp.from_numpy(hb)
+with p:
+    pinned = [gp.from_numpy(np.zeros(100, np.float32)) for _ in range(2)]
+    capsules = [x.__dlpack__() for x in pinned]  # a, b and two pinned arrays fill the quota
+    # The result's allocation can only spill an operand whose address the C path already
+    # read: it checks again, leaves the op to the Python path, which says the quota is full
+    # (a stale address is never launched).
+    before, spills = count.value, p.memory_stats()["num_spills"]
+    try:
+        a + b
+    except gp.PartitionMemoryError as e:
+        assert "spilling" in str(e)
+    else:
+        raise AssertionError("a + b cannot fit beside two pinned arrays")
+    assert count.value == before, count.value - before
+    assert p.memory_stats()["num_spills"] > spills  # the C path's allocation spilled a
+    del capsules
+    assert np.array_equal(a.to_numpy(), ha) and np.array_equal(b.to_numpy(), hb)
+"""
+
+
+def test_fast_path_leaves_spilled_operands_to_the_python_path(run: Runner) -> None:
+    pytest.importorskip("pygpukit_sched", reason="spilling partitions need pygpukit[sched]")
+    run(SPILLED_OPERANDS, env={"PYGPUKIT_BACKEND": "cpu"})

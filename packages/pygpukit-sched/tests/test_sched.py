@@ -400,3 +400,20 @@ def test_admission_and_partitions_shared_between_threads() -> None:
     assert st["admitted"] == st["released"] and st["decisions"] == 8 * 3000
     part = m.get_partition("p")
     assert part is not None and part.usage == 0 and part.peak_usage <= 600
+
+
+def test_spill_order_lowest_tier_then_least_recently_used() -> None:
+    be, burst, g = s.QosTier.BEST_EFFORT, s.QosTier.BURSTABLE, s.QosTier.GUARANTEED
+    candidates = [
+        (1, "train", burst, 100, 5, False),
+        (2, "batch", be, 100, 9, False),
+        (3, "batch", be, 100, 2, False),
+        (4, "batch", be, 100, 1, True),  # pinned: never
+        (5, "serve", g, 100, 0, False),  # a higher tier than the requester: never
+    ]
+    assert s.spill_order(candidates, "train", burst, 250, False) == [3, 2, 1]
+    assert s.spill_order(candidates, "train", burst, 1, True) == [1]  # its quota: its own only
+    assert s.spill_order(candidates, "train", burst, 301, False) is None  # 300 bytes at most
+    assert s.spill_order(candidates, "serve", g, 0, False) == []
+    with pytest.raises(TypeError):
+        s.spill_order([(1, "a", "best_effort", 1, 1, False)], "a", be, 1, True)

@@ -177,6 +177,12 @@ class FakeCharger:
     def freed(self, owner: str, size: int) -> None:
         self.live[owner] -= size
 
+    def can_charge(self, owner: str) -> bool:
+        return True
+
+    def track(self, owner: str, block: Any) -> None:
+        """Spill bookkeeping: nothing here (called without the lock)."""
+
 
 def make(capacity: int = 1 << 40) -> tuple[CachingAllocator, FakeRaw, Log]:
     log = Log()

@@ -333,11 +333,11 @@ def test_local_gpu_cluster_gives_each_worker_its_device() -> None:
         gpd.LocalGPUCluster([0, 0])
     # Two "GPUs" on the CPU simulation: the environment is what a two-GPU host would get.
     # On a one-GPU machine CUDA_VISIBLE_DEVICES="1,0" names a GPU that is not there:
-    # distributed's NVML monitor (on where pynvml is installed) would fail the worker's start,
-    # so it is off for these simulated workers.
-    env = {"PYGPUKIT_BACKEND": "cpu", "DASK_DISTRIBUTED__DIAGNOSTICS__NVML": "False"}
-    with gpd.LocalGPUCluster([0, 1], env=env, host="127.0.0.1",
-                             dashboard_address=":0") as cluster, \
+    # distributed's NVML monitor (where pynvml is installed) fails that worker's start, so it
+    # is off for these simulated workers (the Nanny passes this process's Dask config on).
+    with dask.config.set({"distributed.diagnostics.nvml": False}), \
+            gpd.LocalGPUCluster([0, 1], env={"PYGPUKIT_BACKEND": "cpu"}, host="127.0.0.1",
+                                dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
         c.wait_for_workers(2, timeout=120)
         seen = c.run(lambda: (os.environ["CUDA_VISIBLE_DEVICES"], gp.backend()))

@@ -9,6 +9,7 @@ Components (all thread-safe, all deterministic):
 - :class:`KernelPacingEngine`: token-bucket pacing of kernel launches per stream.
 - :class:`PartitionManager`: partitions of memory and compute with memory accounting.
 - :class:`TransferQueue`: a two-lane (H2D / D2H) priority queue of copies.
+- :func:`spill_order`: which live blocks go to host memory first under memory pressure.
 - :func:`simulate`: replay a JSON trace of task arrivals (also ``python -m pygpukit_sched``).
 
 The scheduler only decides and accounts; the caller owns the real device memory and work.
@@ -43,6 +44,7 @@ from pygpukit_sched._core import (
     TransferKind,
     TransferQueue,
     run_simulation,
+    spill_order,
 )
 from pygpukit_sched._trace import TraceError, load_trace, parse_size, simulate
 
@@ -81,5 +83,6 @@ __all__ = [
     "load_trace",
     "parse_size",
     "run_simulation",
+    "spill_order",
     "simulate",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "TransferQueue",
     "SimulationReport",
     "run_simulation",
+    "spill_order",
 ]
 
 __version__: str
@@ -751,3 +752,17 @@ def run_simulation(
     quotas: Sequence[tuple[str, int | None, int | None]] = ...,
 ) -> SimulationReport:
     """Replay tasks through a :class:`Scheduler` (deterministic; the GIL is released)."""
+
+def spill_order(
+    candidates: Sequence[tuple[int, str, QosTier, int, int, bool]],
+    requester: str,
+    tier: QosTier,
+    needed: int,
+    own_only: bool,
+) -> list[int] | None:
+    """Ids of the live blocks to spill, in order, to release ``needed`` bytes for ``requester``.
+
+    Candidates are ``(id, partition, tier, size, last_use, pinned)``.  Eligible: not pinned, of
+    the requester or (unless ``own_only``) of a strictly lower tier.  Lowest tier first, least
+    recently used first within a tier, then by id.  ``None`` if they hold fewer bytes.
+    """

@@ -116,6 +116,7 @@ from pygpukit._sorting import (  # noqa: E402
     topk,
     unique,
 )
+from pygpukit._spill import spill_log  # noqa: E402
 from pygpukit._stream import Event, Stream, current_stream, stream_priority_range  # noqa: E402
 
 if TYPE_CHECKING:
@@ -238,6 +239,7 @@ __all__ = [
     "reset_peak_memory_stats",
     "set_matmul_precision",
     "set_memory_limit",
+    "spill_log",
     "stream_priority_range",
     "synchronize",
     "task",

@@ -36,21 +36,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pygpukit._errors import OutOfMemoryError
+from pygpukit._errors import OutOfMemoryError, PartitionMemoryError
 from pygpukit_driver import BlockCache, CachedBlock
-
-SMALL_LIMIT = 1 << 20
-LARGE_GRANULE = 2 << 20
-MIN_BLOCK = 512
 
 
 def size_class(nbytes: int) -> int:
-    """Round a request up to its size class."""
-    if nbytes <= MIN_BLOCK:
-        return MIN_BLOCK
-    if nbytes <= SMALL_LIMIT:
-        return 1 << (nbytes - 1).bit_length()
-    return -(-nbytes // LARGE_GRANULE) * LARGE_GRANULE
+    """Round a request up to its size class (512 B ... 1 MiB in powers of two, then 2 MiB steps).
+
+    The rule lives once, in the C ``BlockCache`` whose fast path allocates with it; the Rust
+    scheduler's pool model (``pygpukit_sched.MemoryPool.size_class``) is checked against it by
+    the tests.
+    """
+    return BlockCache.size_class(nbytes)
 
 
 class StreamLike(Protocol):
@@ -129,6 +126,22 @@ class Charger(Protocol):
         """A live block of ``owner`` was freed into the cache (it stays charged)."""
         ...
 
+    def can_charge(self, owner: Any) -> bool:
+        """Whether ``owner`` can still be charged (a partition not deleted)."""
+        ...
+
+    def track(self, owner: Any, block: Block) -> None:
+        """A block charged to ``owner`` was made (outside the lock): spill bookkeeping."""
+        ...
+
+
+#: Called by :meth:`CachingAllocator.malloc` without the lock when a partition's charge failed:
+#: ``spiller(partition_name, size)`` spills live blocks (pygpukit._spill) and returns whether
+#: it released any, in which case the allocation is tried again.
+Spiller = Callable[[str, int], bool]
+
+_SCOPE: Any = object()  # malloc's owner: whoever the charger says is in scope
+
 
 #: One allocation, shared by an array and all its views (``pygpukit_driver.CachedBlock``):
 #: ``address``, ``size`` (its size class), ``payload``, ``stream`` (allocated for), ``writer``
@@ -179,6 +192,9 @@ class CachingAllocator:
         # every charged block (live, pending or cached) by address.
         self._charger: Charger | None = None
         self._owners: dict[int, Any] = {}
+        #: Spills live blocks when a partition's charge fails (set by pygpukit._partition for
+        #: spill-enabled partitions); None: the error propagates.
+        self.spiller: Spiller | None = None
 
     @property
     def charger(self) -> Charger | None:
@@ -386,8 +402,18 @@ class CachingAllocator:
                     self._inflight -= size
                 raise
 
-    def _malloc_slow(self, size: int, stream: StreamLike) -> Block:
-        """:meth:`malloc` past the fast path: charged reuse or a fresh block."""
+    def _malloc_slow(self, size: int, stream: StreamLike, owner: Any = _SCOPE) -> Block:
+        """:meth:`malloc` past the fast path; a failed partition charge may spill and retry."""
+        while True:
+            try:
+                return self._malloc_charged(size, stream, owner)
+            except PartitionMemoryError as exc:
+                spiller = self.spiller
+                if spiller is None or not spiller(exc.partition, size):
+                    raise
+
+    def _malloc_charged(self, size: int, stream: StreamLike, owner: Any) -> Block:
+        """Charged reuse or a fresh block, for ``owner`` (``_SCOPE``: the charger's choice)."""
         core = self._core
         doomed: list[_Pending] = []  # blocks a partition's reclaim took out of the cache
         block: Block | None = None
@@ -399,7 +425,10 @@ class CachingAllocator:
                     self._process_pending()
                     cached = core.pop(stream, size)
                 charger = self._charger
-                owner = charger.owner() if charger is not None else None
+                if charger is None:
+                    owner = None
+                elif owner is _SCOPE:
+                    owner = charger.owner()
                 if cached is not None:
                     address, payload = cached
                     core.add("num_cache_hits", 1)
@@ -418,6 +447,8 @@ class CachingAllocator:
         if block is not None:
             if doomed:
                 self._give_back(doomed)
+            if owner is not None and charger is not None:
+                charger.track(owner, block)
             return block
         try:
             address, payload = self._obtain(size, doomed)
@@ -434,7 +465,10 @@ class CachingAllocator:
                 self._owners[address] = owner
                 charger.allocated(owner, size)
             self._count_alloc(size)
-        return core.block(self, address, payload, size, stream)
+            block = core.block(self, address, payload, size, stream)
+        if owner is not None and charger is not None:
+            charger.track(owner, block)
+        return block
 
     # -- public --------------------------------------------------------------------------------
     def malloc(self, nbytes: int, stream: StreamLike) -> Block:
@@ -444,6 +478,16 @@ class CachingAllocator:
         if block is None:
             block = self._malloc_slow(size_class(nbytes), stream)
         return block
+
+    def malloc_for(self, nbytes: int, stream: StreamLike, owner: Any) -> Block:
+        """A block charged to ``owner`` whatever scope is current (restores spilled blocks).
+
+        ``owner``: a partition; ``None`` or a deleted one: nobody.  As :meth:`malloc` otherwise.
+        """
+        charger = self._charger
+        if charger is not None and owner is not None and not charger.can_charge(owner):
+            owner = None
+        return self._malloc_slow(size_class(nbytes), stream, owner)
 
     def external(self, address: int, owner: Any, stream: StreamLike) -> Block:
         """A block for memory this allocator does not own (DLPack / CAI imports).

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _layout
-from pygpukit import _dtypes
+from pygpukit import _dtypes, _layout, _spill
 from pygpukit._dtypes import normalize_dtype
 
 if TYPE_CHECKING:
@@ -136,8 +135,16 @@ class GPUArray:
 
     @property
     def data_ptr(self) -> int:
-        """Address of element ``[0, ..., 0]`` (a device pointer on the CUDA backend)."""
-        return self._block.address + self._offset
+        """Address of element ``[0, ..., 0]`` (a device pointer on the CUDA backend).
+
+        An array of a spill-enabled partition that was spilled to host memory is brought back
+        first (a pointer that must stay valid needs DLPack or ``__cuda_array_interface__``,
+        which keep the array on the device).
+        """
+        block = self._block
+        if not block.address and block.tracked:
+            _spill.ensure(self, "data_ptr read")
+        return block.address + self._offset
 
     def is_contiguous(self) -> bool:
         """Whether the elements are laid out in C order without gaps."""

@@ -86,6 +86,19 @@ class Runtime(Protocol):
     def linspace(self, dst: GPUArray, start: float, stop: float, endpoint: bool,
                  stream: Stream) -> None: ...
 
+    # spill (pygpukit._spill): a block's bytes to and from host memory, on a stream
+    def host_buffer(self, nbytes: int) -> Any:
+        """``nbytes`` of host memory for spilled blocks (pinned on the GPU; a buffer)."""
+        ...
+
+    def spill_copy(self, block: Any, host: Any, stream: Stream) -> None:
+        """Copy the whole block (``block.size`` bytes) to ``host`` after ``stream``'s work."""
+        ...
+
+    def restore_copy(self, block: Any, host: Any, stream: Stream) -> None:
+        """Copy ``host`` into the block on ``stream``."""
+        ...
+
     # math (op codes from pygpukit._optable)
     def binary(self, op: int, a: GPUArray | None, b: GPUArray | None, scalar: Any,
                out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None: ...

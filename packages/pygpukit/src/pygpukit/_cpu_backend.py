@@ -209,6 +209,16 @@ class CpuRuntime:
         refuse_in_capture("reading an array on the host")
         np.frombuffer(host, np.uint8)[:] = host_view(src).reshape(-1).view(np.uint8)
 
+    # -- spill (pygpukit._spill): the simulated device block's bytes to a host buffer -------
+    def host_buffer(self, nbytes: int) -> Any:
+        return np.empty(nbytes, np.uint8)
+
+    def spill_copy(self, block: Any, host: Any, stream: Stream) -> None:
+        np.copyto(host, block.payload[:block.size])
+
+    def restore_copy(self, block: Any, host: Any, stream: Stream) -> None:
+        np.copyto(block.payload[:block.size], host)
+
     @_recordable
     def copy(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         np.copyto(host_view(dst), host_view(src), casting="unsafe")

@@ -203,6 +203,19 @@ class CudaRuntime:
         drv.memcpy_dtoh_async(host, _ptr(src), stream.launch_handle())
         stream.synchronize()
 
+    # -- spill (pygpukit._spill): stream-ordered copies to and from pinned host memory -------
+    def host_buffer(self, nbytes: int) -> Any:
+        self.activate()
+        return drv.HostMemory(nbytes)
+
+    def spill_copy(self, block: Any, host: Any, stream: Stream) -> None:
+        self.activate()
+        drv.memcpy_dtoh_async(host, block.address, stream.handle)
+
+    def restore_copy(self, block: Any, host: Any, stream: Stream) -> None:
+        self.activate()
+        drv.memcpy_htod_async(block.address, host, stream.handle)
+
     def copy(self, src: GPUArray, dst: GPUArray, stream: Stream) -> None:
         """``dst[...] = src`` for equal shapes: any strides (0 = broadcast) and any dtypes."""
         self.activate()

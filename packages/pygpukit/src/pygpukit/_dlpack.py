@@ -15,6 +15,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from pygpukit import _spill
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import normalize_dtype
 
@@ -91,7 +92,9 @@ _exports_lock = threading.Lock()
 
 def _export_deleter_impl(address: int | None) -> None:
     with _exports_lock:
-        _exports.pop(address or 0, None)
+        entry = _exports.pop(address or 0, None)
+    if entry is not None:
+        _spill.unpin(entry[3])  # the consumer is done with the memory: it may spill again
 
 
 def _capsule_destructor_impl(capsule: int | None) -> None:
@@ -100,7 +103,9 @@ def _capsule_destructor_impl(capsule: int | None) -> None:
         if _raw_is_valid(capsule, name):
             address = _raw_get_pointer(capsule, name)
             with _exports_lock:
-                _exports.pop(address or 0, None)
+                entry = _exports.pop(address or 0, None)
+            if entry is not None:
+                _spill.unpin(entry[3])
             return
 
 
@@ -169,6 +174,8 @@ def export_capsule(array: GPUArray, *, stream: Any, max_version: Any, dl_device:
                           "only export on the array's own device is supported")
     if copy:
         array = array.copy()
+    # Another library holds the pointer until the deleter runs: the array stays on the device.
+    _spill.pin(array, "exported through DLPack")
     if device[0] == KDL_CUDA:
         _sync_consumer(array, stream)
     shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
@@ -287,6 +294,8 @@ def cuda_array_interface(array: GPUArray) -> dict[str, Any]:
         raise AttributeError("__cuda_array_interface__ exists on the CUDA backend only")
     if array.dtype == np.dtype(ml_dtypes.bfloat16):
         raise AttributeError("bfloat16 has no CUDA Array Interface typestr; use DLPack")
+    # The consumer may keep the pointer as long as it holds the array: it stays on the device.
+    _spill.pin_for_good(array, "exported through __cuda_array_interface__")
     handle = array._block.writer.handle
     return {
         "shape": array.shape,

@@ -21,7 +21,7 @@ import sys
 import weakref
 from typing import Any
 
-from pygpukit import _context
+from pygpukit import _context, _spill
 from pygpukit._device import runtime_for
 from pygpukit._errors import GraphCaptureError
 from pygpukit._stream import Event, Stream, stream_for_runtime
@@ -162,6 +162,7 @@ class Graph:
         stream = self._stream
         if stream is not None and stream._pool is not None:
             stream._pool.empty_cache()
+        _spill.unpin_kept(self._keep)  # what the capture pinned to the device (pygpukit._spill)
         self._keep.clear()
         self._events = None
         self._state = "closed"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import ml_dtypes
 import numpy as np
 
-from pygpukit import _fastpath
+from pygpukit import _fastpath, _spill
 from pygpukit._array import GPUArray
 from pygpukit._errors import BackendUnavailableError
 from pygpukit._stream import stream_for_runtime
@@ -250,6 +250,10 @@ class JITKernel:
             values = self._bind(args, kwargs)
         runtime = self._runtime
         target = stream if stream is not None else stream_for_runtime(runtime)
+        if _spill.active:  # spilled arrays back before any address is read
+            _spill.use(target, tuple(v for v in values
+                                     if isinstance(v, GPUArray) and v._rt is runtime), None,
+                       kept=False)
         arrays: list[Any] = []
         for i, param, pointee, writable in self._pointers:
             value = values[i]
@@ -368,6 +372,10 @@ class JITKernel:
             values = list(args)
         runtime = self._runtime
         target = stream_for_runtime(runtime)
+        if _spill.active:  # spilled arrays back before any address is read
+            _spill.use(target, tuple(v for v in values
+                                     if type(v) is GPUArray and v._rt is runtime), None,
+                       kept=False)
         for i, _, pointee, writable in self._pointers:
             value = values[i]
             if (type(value) is not GPUArray or value._rt is not runtime
@@ -446,6 +454,8 @@ class BoundLaunch:
                  arrays: list[Any]) -> None:
         self.kernel, self.stream = kernel, stream
         self._launcher, self._values, self._arrays = launcher, values, tuple(arrays)
+        for array, _ in self._arrays:  # their addresses are packed: no spill while bound
+            _spill.pin(array, "bound in a JIT launch")
         self._context, self._current = kernel._context_handle, kernel._current_context
         self._activate = kernel._runtime.activate
 
@@ -458,6 +468,10 @@ class BoundLaunch:
         if target._before_launch is not None:  # the stream's before-launch hook (pacing)
             target._before_launch()
         self._launcher(*self._values)
+
+    def __del__(self) -> None:
+        for array, _ in getattr(self, "_arrays", ()):
+            _spill.unpin(array)
 
     def __repr__(self) -> str:
         return f"<pygpukit.BoundLaunch of {self.kernel.name}>"

@@ -19,6 +19,10 @@ enforces its decisions on real allocations and launches:
   with the device time measured between launches).  A no-op on the CPU simulation.
 - **admission**: ``with partition.task(memory=...)`` waits until the Rust ``Scheduler`` admits
   the task (priority queue, partition quota, device capacity), then runs it in the scope.
+- **spill** (``spill=True``, the default for BestEffort): when a charge still does not fit,
+  live arrays go to pinned host memory in the order of the Rust ``spill_order`` (lowest tier
+  first, least recently used first; pinned ones and those of higher tiers never) and come
+  back when they are used (:mod:`pygpukit._spill` moves the bytes).
 
 Importing :mod:`pygpukit` does not import ``pygpukit_sched``; the first partition does.
 """
@@ -29,12 +33,13 @@ import itertools
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from pygpukit import _context
+from pygpukit import _context, _spill
 from pygpukit._errors import AdmissionError, PartitionMemoryError
 from pygpukit._stream import Stream
 
@@ -220,6 +225,67 @@ class _Charger:
         owner._allocated -= size
         owner._num_frees += 1
 
+    def can_charge(self, owner: Partition) -> bool:
+        return owner._live and owner._state is self._state
+
+    def track(self, owner: Partition, block: Any) -> None:
+        if owner._spill:
+            block.tracked = True
+            block.touch()
+            owner._spill_blocks.add(block)
+
+
+class _Spiller:
+    """Spills live blocks when a charge fails (:data:`pygpukit._allocator.Spiller`).
+
+    The Rust ``spill_order`` chooses the blocks; :func:`pygpukit._spill.spill_blocks` moves
+    them.  Called by the allocator without its lock.
+    """
+
+    def __init__(self, state: _DeviceState) -> None:
+        self._state = state
+
+    def __call__(self, name: str, size: int) -> bool:
+        state = self._state
+        owner = state.partitions.get(name)
+        if owner is None:
+            return False
+        s = _sched()
+        with _spill.lock():
+            snap = state.manager.get_partition(name)
+            if snap is None:
+                return False
+            usage, limit = int(snap.usage), int(snap.memory_limit)
+            own_short = usage + size > limit
+            if own_short:  # its quota: only its own blocks help
+                needed = usage + size - limit
+            else:  # the device's partitionable memory (other partitions' reservations)
+                stats = state.manager.stats()
+                needed = max(1, size - (int(stats["total_memory"]) - int(stats["held_memory"])))
+            held = _spill.held_ids()
+            blocks: dict[int, tuple[Any, Partition]] = {}
+            candidates = []
+            for p in list(state.partitions.values()):
+                if not p._spill:
+                    continue
+                for block in list(p._spill_blocks):
+                    if block.address:
+                        blocks[id(block)] = (block, p)
+                        candidates.append((id(block), p.name, p._tier, int(block.size),
+                                           int(block.last_use),
+                                           bool(block.pins) or id(block) in held))
+            order = s.spill_order(candidates, name, owner._tier, needed, own_short)
+            if not order:
+                return False
+            what = "its quota" if own_short else "the device's partitionable memory"
+            why = (f'partition "{name}" ({owner.tier}) needs {size} bytes and {what} is full '
+                   f"(usage {usage} of {limit} bytes)")
+            victims = [(blocks[i][0], blocks[i][1], blocks[i][1]._spill_stats) for i in order]
+            released = _spill.spill_blocks(state.runtime, victims, why)
+        if released:
+            owner._num_ooms -= 1  # counted by the failed charge, which is tried again now
+        return released > 0
+
 
 # -- streams: QoS priority, green contexts, pacing ----------------------------------------------
 class _Pacer:
@@ -358,11 +424,13 @@ class Partition:
     ``"priority"``, ``"pending"`` while its SM share waits for the device's layout -- made when
     the shares of the device reach 1 or at the first use of a partition's stream -- or
     ``"none"`` on the CPU simulation), ``sm_count`` (SMs of its green context or ``None``) and
-    ``compute_note`` (why no green context, if none).
+    ``compute_note`` (why no green context, if none) and ``spill`` (whether its live arrays
+    may go to host memory under memory pressure).
     """
 
     def __init__(self, state: _DeviceState, name: str, tier: str, limit: int | None,
-                 request: int, compute: float | None, priority: int) -> None:
+                 request: int, compute: float | None, priority: int,
+                 spill: bool = False) -> None:
         self._state = state
         self._live = True
         self.name = name
@@ -386,6 +454,10 @@ class Partition:
         self._reclaimed_bytes = 0
         self._num_reclaims = 0
         self._tasks = 0
+        self.spill = spill
+        self._spill = spill
+        self._spill_blocks: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._spill_stats = _spill.SpillStats()
         runtime = state.runtime
         self.stream_priority = _clamp_priority(runtime, self._tier.stream_priority)
         from pygpukit._cpu_backend import CpuRuntime
@@ -473,7 +545,10 @@ class Partition:
         blocks they left in the cache), ``peak_usage_bytes``, ``limit_bytes``, ``request_bytes``
         (reserved), ``available_bytes`` (below the limit), ``reclaimed_bytes`` (of its cache
         given back under memory pressure), ``num_allocs``, ``num_frees``, ``num_reclaims``,
-        ``num_ooms``.
+        ``num_ooms``; spill (zero unless ``spill``): ``spilled_bytes`` (in host memory now),
+        ``peak_spilled_bytes``, ``spilled_bytes_total``, ``restored_bytes``, ``num_spills``,
+        ``num_restores``, ``spill_time_ns`` and ``restore_time_ns`` (host time of the calls;
+        the copies run on streams).
         """
         self._state.runtime.allocator.stats()  # drains pending frees into the counters
         snap = self._state.manager.get_partition(self.name) if self._live else None
@@ -491,6 +566,7 @@ class Partition:
             "num_frees": self._num_frees,
             "num_reclaims": self._num_reclaims,
             "num_ooms": self._num_ooms,
+            **self._spill_stats.as_dict(),
         }
 
     def empty_cache(self) -> int:
@@ -637,7 +713,7 @@ def _tier_of(memory: int | None, request: int) -> str:
 
 def create_partition(name: str, *, memory: int | None = None, memory_request: int | None = None,
                      compute: float | None = None, qos: str | None = None, priority: int = 0,
-                     device: Any = None) -> Partition:
+                     spill: bool | None = None, device: Any = None) -> Partition:
     """Create a partition of ``device`` (the current device if omitted).
 
     Parameters
@@ -659,9 +735,15 @@ def create_partition(name: str, *, memory: int | None = None, memory_request: in
         and checked against them when given (the Kubernetes QoS classes).
     priority
         Higher is more important among partitions of a tier (cache reclaim order).
+    spill
+        Whether the partition's live arrays may move to pinned host memory when an allocation
+        does not fit (least recently used first; they come back when used, data intact).
+        ``None``: on for ``"best_effort"``, off otherwise.  See docs/spill.md.
 
     Raises
     ------
+    TypeError
+        ``spill`` is not a bool or None.
     ValueError
         A duplicate name, inconsistent ``qos``, or compute shares above 1.
     PartitionMemoryError
@@ -676,6 +758,8 @@ def create_partition(name: str, *, memory: int | None = None, memory_request: in
         raise ValueError(f"memory: expected a positive number of bytes or None; got {memory}")
     if compute is not None and not 0.0 < float(compute) <= 1.0:
         raise ValueError(f"compute: expected a share in (0, 1] or None; got {compute}")
+    if spill is not None and not isinstance(spill, bool):
+        raise TypeError(f"spill: expected a bool or None; got {type(spill).__name__}")
     limit = None if memory is None else int(memory)
     if memory_request is None:
         request = limit if (qos == "guaranteed" and limit is not None) else 0
@@ -727,13 +811,17 @@ def create_partition(name: str, *, memory: int | None = None, memory_request: in
             state.evaluator.admit(meta)
             state.scheduler.set_quota(name, memory=limit)
             p = Partition(state, name, tier, limit, request,
-                          None if compute is None else float(compute), int(priority))
+                          None if compute is None else float(compute), int(priority),
+                          tier == "best_effort" if spill is None else spill)
         except BaseException:
             state.manager.delete_partition(name, force=True)
             if name in state.evaluator.tasks():
                 state.evaluator.release(name)
             raise
         state.partitions[name] = p
+        if p._spill and getattr(runtime.allocator.spiller, "_state", None) is not state:
+            runtime.allocator.spiller = _Spiller(state)
+            _spill.active = True
         # Shares that reach 1 leave nothing for a later partition: the layout is final, so it
         # is made now and compute_mode says what the partitions got (else "pending" until the
         # first use of a partition's stream).
@@ -772,9 +860,11 @@ def delete_partition(name: str | Partition, *, force: bool = False, device: Any 
     state = p._state
     allocator = state.runtime.allocator
     allocator.release_cached(p)
-    if allocator.owned_blocks(p) and not force:
-        raise RuntimeError(f"partition {p.name!r} still has {p._allocated} bytes in live arrays; "
-                           "delete them first or pass force=True")
+    spilled = p._spill_stats.spilled_bytes
+    if (allocator.owned_blocks(p) or spilled) and not force:
+        raise RuntimeError(f"partition {p.name!r} still has {p._allocated} bytes in live arrays "
+                           f"({spilled} more spilled to host memory); delete them first or pass "
+                           "force=True")
     with state.lock:
         if not p._live:
             return

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit import _layout
+from pygpukit import _layout, _spill
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import (
     SUPPORTED_DTYPES,
@@ -169,6 +169,15 @@ def _binary_plan(name: str, ka: Any, kb: Any) -> _EwPlan | None:
 _MISSING: Any = object()
 
 
+def _spilling(*values: Any) -> bool:
+    """Whether an operand is an array of a spill-enabled partition (``_spill.active`` only).
+
+    Those take the general path, whose :func:`~pygpukit._transfer.touch` stamps, holds and
+    restores them (this path reads addresses before it allocates the result).
+    """
+    return any(type(v) is GPUArray and v._block.tracked for v in values)
+
+
 def binary(name: str, a: Any, b: Any) -> GPUArray | None:
     """``name(a, b)`` for contiguous arrays of one shape, or an array and a Python scalar.
 
@@ -206,6 +215,8 @@ def binary(name: str, a: Any, b: Any) -> GPUArray | None:
     shape = x.shape
     n = math.prod(shape)
     if launch is None or not x._contig or n > EW_MAX or not n:
+        return None
+    if _spill.active and _spilling(a, b):
         return None
     stream = stream_for_runtime(rt)
     dtype = plan.out_dtype
@@ -261,6 +272,8 @@ def unary(name: str, x: Any) -> GPUArray | None:
     n = math.prod(shape)
     if launch is None or not x._contig or n > EW_MAX or not n:
         return None
+    if _spill.active and _spilling(x):
+        return None
     stream = stream_for_runtime(rt)
     out = _empty(rt, shape, plan.out_dtype, n, stream)
     blk = x._block
@@ -307,6 +320,8 @@ def where(cond: Any, a: Any, b: Any) -> GPUArray | None:
     n = math.prod(cond.shape)
     if launch is None or not cond._contig or n > EW_MAX or n == 0:
         return None
+    if _spill.active and _spilling(cond, a, b):
+        return None
     _, a_scalar, b_scalar = plan.scalars
     ptrs = [cond._block.address + cond._offset, 0, 0]
     values: list[Any] = [0, 0]
@@ -337,6 +352,8 @@ def astype(x: GPUArray, dtype: np.dtype[Any]) -> GPUArray | None:
     launch = rt.small.get("cast")
     n = math.prod(x.shape)
     if launch is None or not x._contig or n > EW_MAX or n == 0:
+        return None
+    if _spill.active and _spilling(x):
         return None
     stream = stream_for_runtime(rt)
     out = _empty(rt, x.shape, dtype, n, stream)
@@ -370,6 +387,8 @@ def reduce_all(name: str, x: Any, keepdims: bool, ddof: float) -> GPUArray | Non
     n = math.prod(x.shape)
     if launch is None or not x._contig or n > REDUCE_MAX or not n:
         return None
+    if _spill.active and _spilling(x):
+        return None
     stream = stream_for_runtime(rt)
     out = _empty(rt, (1,) * x.ndim if keepdims else (), result, 1, stream)
     blk = x._block
@@ -400,6 +419,8 @@ def row_norm(op: int, x: Any, weight: Any, bias: Any, eps: float) -> GPUArray | 
     if (launch is None or cols > NORM_MAX_COLS or rows * cols > NORM_MAX_ELEMENTS or not cols
             or not rows
             or type(eps) not in (int, float) or not eps >= 0.0):
+        return None
+    if _spill.active and _spilling(x, weight, bias):
         return None
     ptrs = [0, 0]
     for i, v in enumerate((weight, bias)):

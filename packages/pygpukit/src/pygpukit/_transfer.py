@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _layout
+from pygpukit import _layout, _spill
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import normalize_dtype
 from pygpukit._stream import Stream
@@ -22,7 +22,13 @@ if TYPE_CHECKING:
 
 
 def touch(stream: Stream, *arrays: GPUArray, written: GPUArray | None = None) -> None:
-    """Record that ``stream`` uses these arrays' memory (and writes ``written``)."""
+    """Record that ``stream`` uses these arrays' memory (and writes ``written``).
+
+    Every operation calls this before it reads the arrays' addresses: arrays of spill-enabled
+    partitions are stamped (LRU), held and, if spilled, brought back here.
+    """
+    if _spill.active:
+        _spill.use(stream, arrays, written)
     keep = stream._keep  # a graph being captured keeps what it uses alive
     for array in arrays:
         block = array._block
@@ -142,6 +148,8 @@ def _packed(array: GPUArray) -> GPUArray:
 
 def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
     """Copy ``array`` to the host after the work that last wrote it (that stream only)."""
+    if _spill.active:
+        _spill.ensure(array, "read to the host")
     source = _packed(array)
     host = np.empty(array.shape, array.dtype)
     if host.nbytes:
@@ -157,6 +165,8 @@ def to_device(array: GPUArray, device: Any) -> GPUArray:
     runtime = runtime_for(device)
     if runtime is array._rt:
         return array
+    if _spill.active:
+        _spill.ensure(array, "copied to another device")
     source = _packed(array)
     # The copy runs on the destination's stream after the source's writer has finished.
     out = empty_on(runtime, array.shape, array.dtype)

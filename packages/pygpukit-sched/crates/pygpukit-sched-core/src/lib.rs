@@ -23,6 +23,8 @@
 //!   accounting.
 //! - [`transfer`]: a two-lane (H2D / D2H) priority queue of copies.
 //! - [`simulate`]: discrete-event replay of a trace through a [`Scheduler`].
+//! - [`spill`]: which live blocks go to host memory first under memory
+//!   pressure (lowest tier, least recently used).
 //! - [`sync`]: thread-safe (`Send + Sync`) wrappers used by the bindings.
 //!
 //! ```
@@ -47,6 +49,7 @@ pub mod partition;
 pub mod qos;
 pub mod scheduler;
 pub mod simulate;
+pub mod spill;
 pub mod sync;
 pub mod transfer;
 
@@ -64,6 +67,7 @@ pub use qos::{
 };
 pub use scheduler::{SchedError, Scheduler, SchedulerStats, TaskRecord, TaskState};
 pub use simulate::{simulate, SimEvent, SimEventKind, SimReport, Trace, TraceTask};
+pub use spill::{spill_order, SpillCandidate};
 pub use sync::{Shared, SyncMemoryPool};
 pub use transfer::{Transfer, TransferKind, TransferQueue, TransferStats};
 

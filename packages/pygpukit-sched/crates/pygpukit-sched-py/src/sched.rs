@@ -19,6 +19,7 @@ use pygpukit_sched_core::qos::{
 };
 use pygpukit_sched_core::scheduler::{SchedError, Scheduler};
 use pygpukit_sched_core::simulate::{simulate, Trace, TraceTask};
+use pygpukit_sched_core::spill::{self, SpillCandidate};
 use pygpukit_sched_core::sync::Shared;
 use pygpukit_sched_core::transfer::{Transfer, TransferKind, TransferQueue};
 
@@ -1691,6 +1692,40 @@ pub fn run_simulation(
     })
 }
 
+/// A spill candidate: ``(id, partition, tier, size, last_use, pinned)``.
+type SpillTuple = (u64, String, PyQosTier, u64, u64, bool);
+
+/// The ids of the live blocks to spill, in order, so that at least ``needed`` bytes
+/// are released for partition ``requester`` of ``tier``: blocks not ``pinned``, of the
+/// requester itself or (unless ``own_only``) of a strictly lower tier; lowest tier
+/// first, least recently used (``last_use`` ascending) first within a tier, then by
+/// id.  ``None`` when the eligible blocks hold fewer than ``needed`` bytes (spill
+/// nothing).  Deterministic.
+#[pyfunction]
+#[pyo3(signature = (candidates, requester, tier, needed, own_only))]
+pub fn spill_order(
+    candidates: Vec<SpillTuple>,
+    requester: &str,
+    tier: PyQosTier,
+    needed: u64,
+    own_only: bool,
+) -> Option<Vec<u64>> {
+    let cs: Vec<SpillCandidate> = candidates
+        .into_iter()
+        .map(
+            |(id, partition, t, size, last_use, pinned)| SpillCandidate {
+                id,
+                partition,
+                tier: t.into(),
+                size,
+                last_use,
+                pinned,
+            },
+        )
+        .collect();
+    spill::spill_order(&cs, requester, tier.into(), needed, own_only).ok()
+}
+
 /// Adds the classes, functions and exceptions of this module to `m`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -1712,6 +1747,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTransferQueue>()?;
     m.add_class::<PySimulationReport>()?;
     m.add_function(wrap_pyfunction!(run_simulation, m)?)?;
+    m.add_function(wrap_pyfunction!(spill_order, m)?)?;
     m.add(
         "ResourceExhaustedError",
         py.get_type::<ResourceExhaustedError>(),
