@@ -36,7 +36,15 @@ import numpy as np
 
 from pygpukit import _array
 from pygpukit._array import GPUArray
-from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64
+from pygpukit._dtypes import (
+    SUPPORTED_DTYPES,
+    bfloat16,
+    bool_,
+    complex_unsupported,
+    float16,
+    float32,
+    float64,
+)
 from pygpukit._math import _scalar_key, binary, unary, where
 from pygpukit._transfer import copy_into, empty_on, fill
 
@@ -60,9 +68,29 @@ def _resolve(name: str, ufunc: Any, keys: tuple[Any, ...]) -> np.dtype[Any]:
         names = ", ".join(k.name if isinstance(k, np.dtype) else f"Python {k.__name__}"
                           for k in keys)
         raise TypeError(f"{name}: not supported for the input types ({names})") from None
+    if result.kind == "c":
+        _no_complex(name, result)
     if result not in SUPPORTED_DTYPES:
         raise TypeError(f"{name}: NumPy gives dtype {result.name}, which PyGPUkit does not hold")
     return result
+
+
+#: Functions NumPy defines for complex input that PyGPUkit does not compose (yet).
+_COMPLEX_NOT_YET = {"atan", "asin", "acos", "asinh", "acosh", "atanh"}
+
+
+def _no_complex(name: str, dtype: np.dtype[Any]) -> None:
+    """Raise for a complex operand: NotImplementedError where NumPy has the function."""
+    if name in _COMPLEX_NOT_YET:
+        raise NotImplementedError(f"{name}: not implemented for complex dtype {dtype.name}")
+    raise TypeError(complex_unsupported(name, dtype))
+
+
+def _complex_unary(name: str, x: Any, out: GPUArray | None) -> GPUArray | None:
+    """The complex form of ``name`` (pygpukit._complex) for a complex ``x``, else None."""
+    if isinstance(x, GPUArray) and x.dtype.kind == "c":
+        return _array.hooks.complex.unary(name, x, out)
+    return None
 
 
 def _work(result: np.dtype[Any]) -> np.dtype[Any]:
@@ -280,6 +308,8 @@ def _half_exp_squared(a: GPUArray) -> GPUArray:
 
 def sinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise hyperbolic sine (``expm1`` form: accurate near 0)."""
+    if (c := _complex_unary("sinh", x, out)) is not None:
+        return c
     w, result = _unary_float("sinh", np.sinh, x)
     a = unary("absolute", w)
     u = unary("expm1", a)
@@ -291,6 +321,8 @@ def sinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def cosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise hyperbolic cosine."""
+    if (c := _complex_unary("cosh", x, out)) is not None:
+        return c
     w, result = _unary_float("cosh", np.cosh, x)
     a = unary("absolute", w)
     e = unary("exp", a)
@@ -301,6 +333,8 @@ def cosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def tan(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise tangent, ``sin(x) / cos(x)``."""
+    if (c := _complex_unary("tan", x, out)) is not None:
+        return c
     w, result = _unary_float("tan", np.tan, x)
     return _finish(binary("divide", unary("sin", w), unary("cos", w)), result, out)
 
@@ -308,12 +342,16 @@ def tan(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 # -- exponents and logarithms ----------------------------------------------------------------------
 def log2(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise base-2 logarithm, ``log(x) / ln 2``."""
+    if (c := _complex_unary("log2", x, out)) is not None:
+        return c
     w, result = _unary_float("log2", np.log2, x)
     return _finish(binary("divide", unary("log", w), math.log(2.0)), result, out)
 
 
 def log10(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise base-10 logarithm, ``log(x) / ln 10``."""
+    if (c := _complex_unary("log10", x, out)) is not None:
+        return c
     w, result = _unary_float("log10", np.log10, x)
     return _finish(binary("divide", unary("log", w), math.log(10.0)), result, out)
 
@@ -345,6 +383,8 @@ def hypot(x1: Any, x2: Any, *, out: GPUArray | None = None) -> GPUArray:
 def signbit(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise: whether the sign bit is set (true for -0.0 and negative NaNs)."""
     x = _check("signbit", x)
+    if x.dtype.kind == "c":
+        raise TypeError(complex_unsupported("signbit", x.dtype))
     if x.dtype == bool_:
         raise TypeError("signbit: not supported for the input types (bool)")
     return _finish(_sign_bit(x), bool_, out)
@@ -389,6 +429,8 @@ def nextafter(x1: Any, x2: Any, *, out: GPUArray | None = None) -> GPUArray:
 def trunc(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise rounding towards zero (integers: a copy of the same dtype)."""
     x = _check("trunc", x)
+    if x.dtype.kind == "c":
+        raise TypeError(complex_unsupported("trunc", x.dtype))
     if x.dtype.kind in "iub":
         if x.dtype == bool_:
             raise TypeError("trunc: not supported for the input types (bool)")
@@ -401,6 +443,8 @@ def trunc(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 def isfinite(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise: neither infinite nor NaN (always true for integers and bool)."""
     x = _check("isfinite", x)
+    if (c := _complex_unary("isfinite", x, out)) is not None:
+        return c
     if x.dtype.kind in "iub":
         r = empty_on(x._rt, x.shape, bool_)
         fill(r, True)
@@ -411,29 +455,11 @@ def isfinite(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 def positive(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise ``+x`` (a copy)."""
     x = _check("positive", x)
+    if (c := _complex_unary("positive", x, out)) is not None:
+        return c
     if x.dtype == bool_:
         raise TypeError("positive: not supported for the input types (bool)")
     return _finish(x.copy(), x.dtype, out)
-
-
-def conj(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """Complex conjugate; PyGPUkit holds real dtypes only, so a copy of ``x``."""
-    x = _check("conj", x)
-    return _finish(x.copy(), x.dtype, out)
-
-
-def real(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """Real part; PyGPUkit holds real dtypes only, so a copy of ``x``."""
-    x = _check("real", x)
-    return _finish(x.copy(), x.dtype, out)
-
-
-def imag(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """Imaginary part; PyGPUkit holds real dtypes only, so zeros of ``x``'s dtype."""
-    x = _check("imag", x)
-    r = empty_on(x._rt, x.shape, x.dtype)
-    fill(r, 0)
-    return _finish(r, x.dtype, out)
 
 
 # -- shifts ----------------------------------------------------------------------------------------
@@ -500,7 +526,7 @@ left_shift, right_shift = bitwise_left_shift, bitwise_right_shift
 __all__ = [
     "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
     "asin", "asinh", "atan", "atan2", "atanh", "bitwise_invert", "bitwise_left_shift",
-    "bitwise_right_shift", "conj", "copysign", "cosh", "hypot", "imag", "isfinite",
-    "left_shift", "log2", "log10", "logaddexp", "nextafter", "positive", "pow", "real",
+    "bitwise_right_shift", "copysign", "cosh", "hypot", "isfinite",
+    "left_shift", "log2", "log10", "logaddexp", "nextafter", "positive", "pow",
     "right_shift", "signbit", "sinh", "tan", "trunc",
 ]

@@ -263,6 +263,8 @@ def reduce_dtypes(name: str, dtype: np.dtype[Any]) -> tuple[np.dtype[Any], np.dt
     The result dtype is NumPy's, except that unsigned sums (NumPy's uint64) give int64:
     PyGPUkit has no uint64.
     """
+    if dtype.kind == "c":  # no kernel takes complex: pygpukit._complex composes them
+        raise TypeError(f"{name}: the kernels take no complex dtype ({dtype.name})")
     sample = np.ones(2, dtype)
     with np.errstate(all="ignore"):
         try:

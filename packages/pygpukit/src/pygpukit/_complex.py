@@ -1,0 +1,998 @@
+"""complex64 / complex128: every operation composed from the real kernels.
+
+No kernel takes a complex dtype (the kernels' C ABI has no complex codes).  A complex array of
+shape ``S`` is bytewise a float array of shape ``S + (2,)`` (real part at ``[..., 0]``,
+imaginary part at ``[..., 1]``), so its parts are strided float views of the same memory
+(:attr:`GPUArray.real` / :attr:`GPUArray.imag`), which every real kernel takes as operands and
+as ``out=``.  The ops layer hands complex operands here before anything reaches the op table's
+kernel plans (``pygpukit._array.hooks.complex``: elementwise, ``where``, reductions, copies,
+fills, casts, ``matmul``, advanced indexing); the C fast path declines them.  Both backends run
+the same compositions, so the CPU tier checks what the GPU runs.
+
+==========================  ======================================================  ========
+operation                   composed as (``a = ar + i ai``, ``b = br + i bi``)       launches
+==========================  ======================================================  ========
+``a + b``, ``a - b``        one real op on the ``(..., 2)`` float views                  1
+complex ± real / scalar     the real part's op, a copy of the imaginary part              2
+``-a``, ``a * s`` (real s)  one real op on the float view                                1
+``a * b``                   ``(ar br - ai bi, ar bi + ai br)`` into the result's parts    6
+``a / b``                   scaled by ``s = max(|br|, |bi|)`` (no overflow; as Smith's) 17
+``a ** n`` (int scalar)     binary powering by ``*`` (``1 / .`` for n < 0)          6 per step
+``a ** b``                  ``exp(b log a)``                                           ~70
+``==``, ``!=``              both parts compared, combined                                3
+``abs``, ``angle``          ``hypot(ar, ai)`` / ``atan2(ai, ar)`` (pygpukit._elementwise) ~12 / ~40
+``conj``                    copy of ``ar``, ``-ai``                                      2
+``exp`` / ``log``           ``e^ar (cos ai, sin ai)`` / ``(log|a|, angle a)``          7 / ~55
+``sqrt``                    ``t = sqrt(|ar|/2 + |a|/2)``, the halves chosen by sign     ~25
+``sin cos tan sinh cosh``   real ``sin cos sinh cosh`` of the parts                    ~30-60
+``tanh``                    Kahan's formula over ``tan(ai)``, ``sinh(ar)``              ~45
+``sum`` / ``mean``          the real reduction of the float view (pair axis kept)        1
+``prod``                    pairwise tree of complex products, ``log2(n)`` rounds    7 per round
+``var`` / ``std``           ``var(ar) + var(ai)`` (NumPy's definition: real results)     3-4
+``matmul``                  4 real GEMMs on contiguous planes, 2 combines       4 + 2 + 4 copies
+==========================  ======================================================  ========
+
+Computation is in the parts' dtype (float32 for complex64, float64 for complex128), as
+NumPy's complex loops.  Results agree with NumPy to a few ulp for finite values; special
+values (infinities, NaNs, division by zero) follow the formulas above rather than C99's
+Annex G in every case (e.g. ``(inf + 0j) * 2`` gives ``inf + 0j`` here, ``inf + nanj`` in
+NumPy, and a complex division by zero gives NaNs).
+
+Not defined for complex (``TypeError`` naming the op, as NumPy or the Array API): ordering
+(``< <= > >=``, ``maximum``, ``minimum``, ``max``, ``min``, ``argmax``, ``argmin``, sorting),
+``floor_divide``, ``remainder``, bitwise ops, ``floor``/``ceil``/``trunc``, activations.
+Inverse trigonometric and hyperbolic functions raise ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
+
+from pygpukit import _elementwise, _layout
+from pygpukit._array import GPUArray
+from pygpukit._dtypes import (
+    bool_,
+    complex64,
+    complex128,
+    complex_unsupported,
+    float32,
+    float64,
+    is_complex,
+    normalize_dtype,
+)
+from pygpukit._linalg import matmul as _real_matmul
+from pygpukit._math import _axes, _finish, binary, reduce, unary, where
+from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, fill, upload
+
+if TYPE_CHECKING:
+    from pygpukit._backend import Runtime
+
+#: A part of a complex operand: a real array, a Python float, or None for an exact zero
+#: (the imaginary part of a real operand: terms with it are left out, not computed).
+Part: TypeAlias = "GPUArray | float | None"
+Pair: TypeAlias = "tuple[GPUArray | float | None, GPUArray | float | None]"
+
+_ORDERED = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "max",
+            "min", "argmax", "argmin"}
+_NOT_YET = {"arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "asin", "acos",
+            "atan", "asinh", "acosh", "atanh"}
+
+
+# -- dtypes and views ------------------------------------------------------------------------------
+def part_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The float dtype of a complex dtype's parts (float32 for complex64)."""
+    return float64 if dtype == complex128 else float32
+
+
+def complex_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The complex dtype whose parts are ``dtype`` (float64: complex128, else complex64)."""
+    return complex128 if dtype == float64 else complex64
+
+
+def parts(x: GPUArray) -> tuple[GPUArray, GPUArray]:
+    """The real and imaginary parts of complex ``x``: float views of its memory."""
+    return x.real, x.imag
+
+
+def _pairs_fit(*arrays: GPUArray) -> bool:
+    """Whether the ``(..., 2)`` float views of these arrays stay within the kernels' dims."""
+    return all(x.ndim < _layout.MAX_DIMS for x in arrays)
+
+
+def pairs(x: GPUArray) -> GPUArray:
+    """Complex ``x`` of shape ``S`` as the float array of shape ``S + (2,)`` it is in memory."""
+    half = x.itemsize // 2
+    return GPUArray(x._rt, x._block, x._offset, (*x.shape, 2), (*x.strides, half),
+                    part_dtype(x.dtype))
+
+
+def from_pairs(f: GPUArray) -> GPUArray:
+    """A float array of shape ``S + (2,)`` as the complex array of shape ``S`` (a view if the
+    pairs are adjacent in memory, else of a contiguous copy)."""
+    if f.ndim == 0 or f.shape[-1] != 2:
+        raise ValueError(f"expected a last axis of length 2; got shape {f.shape}")
+    if f.strides[-1] != f.itemsize or any(s % (2 * f.itemsize) for s in f.strides[:-1]):
+        f = f.copy()
+    return GPUArray(f._rt, f._block, f._offset, f.shape[:-1], f.strides[:-1],
+                    complex_of(f.dtype))
+
+
+# -- copies, fills, casts (the transfer layer's complex half) --------------------------------------
+def _complex_warning(stacklevel: int = 4) -> None:
+    warnings.warn("Casting complex values to real discards the imaginary part",
+                  np.exceptions.ComplexWarning, stacklevel=stacklevel)
+
+
+def copy(src: GPUArray, dst: GPUArray) -> None:
+    """``dst[...] = src`` when either is complex: copies of the float parts.
+
+    complex -> complex: one copy of the float views (any precision); real -> complex: the
+    value into the real part, zeros into the imaginary part; complex -> real: the real part,
+    with NumPy's ``ComplexWarning`` (complex -> bool: whether either part is non-zero).
+    """
+    if dst.dtype.kind == "c":
+        if (src.dtype.kind == "c" and _overlaps(src, dst)
+                and not (src._offset == dst._offset and src.strides == dst.strides)):
+            staged = empty_on(src._rt, src.shape, src.dtype)
+            copy(src, staged)
+            src = staged
+        dre, dim = parts(dst)
+        if src.dtype.kind == "c":
+            if _pairs_fit(src, dst):
+                strides = _layout.broadcast_strides(src.shape, src.strides, dst.shape)
+                view = GPUArray(src._rt, src._block, src._offset, dst.shape, strides, src.dtype)
+                copy_into(pairs(view), pairs(dst))
+            else:
+                sre, sim = parts(src)
+                copy_into(sre, dre)
+                copy_into(sim, dim)
+        else:
+            copy_into(src, dre)
+            fill(dim, 0)
+        return
+    if dst.dtype == bool_:
+        copy_into(_truth(src), dst)
+        return
+    _complex_warning()
+    copy_into(src.real, dst)
+
+
+def fill_value(dst: GPUArray, value: Any) -> None:
+    """Set every element of ``dst`` to ``value`` when ``dst`` or ``value`` is complex."""
+    try:
+        c = complex(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"fill: expected a number; got {type(value).__name__}") from None
+    if dst.dtype.kind == "c":
+        re, im = parts(dst)
+        fill(re, c.real)
+        fill(im, c.imag)
+        return
+    if dst.dtype == bool_:
+        fill(dst, c != 0)
+        return
+    _complex_warning()
+    fill(dst, c.real)
+
+
+def astype(x: GPUArray, dtype: np.dtype[Any]) -> GPUArray:
+    """``x.astype(dtype)`` when ``x`` or ``dtype`` is complex: a new array (see :func:`copy`)."""
+    out = empty_on(x._rt, x.shape, dtype)
+    copy(x, out)
+    return out
+
+
+def _constant(like: GPUArray, value: complex, dtype: np.dtype[Any]) -> GPUArray:
+    out = empty_on(like._rt, (), dtype)
+    fill_value(out, value)
+    return out
+
+
+# -- arithmetic on parts (None is an exact zero; two scalars are combined in Python) -----------
+def _put(value: Part | bool, out: GPUArray | None) -> Any:
+    """``value`` itself, or stored into ``out`` (a scalar or None filled in) and ``out``."""
+    if out is None:
+        return value
+    if value is None:
+        fill(out, 0)
+    elif isinstance(value, GPUArray):
+        if value is not out:
+            copy_into(value, out)
+    else:
+        fill(out, value)
+    return out
+
+
+def _scalar_op(name: str, x: float, y: float) -> float | bool:
+    ops: dict[str, Callable[[float, float], Any]] = {
+        "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+        "equal": operator.eq, "not_equal": operator.ne, "logical_and": lambda p, q: p and q,
+        "logical_or": lambda p, q: p or q, "logical_xor": lambda p, q: bool(p) != bool(q),
+    }
+    if name == "divide":
+        with np.errstate(all="ignore"):
+            return float(np.float64(x) / np.float64(y))
+    return ops[name](x, y)  # type: ignore[no-any-return]
+
+
+def _op(name: str, x: Part | bool, y: Part | bool, out: GPUArray | None = None) -> Any:
+    """Real binary op ``name`` of two parts (None read as 0)."""
+    xv: Any = 0.0 if x is None else x
+    yv: Any = 0.0 if y is None else y
+    if not isinstance(xv, GPUArray) and not isinstance(yv, GPUArray):
+        return _put(_scalar_op(name, xv, yv), out)
+    return binary(name, xv, yv, out)
+
+
+def _add(x: Part, y: Part, out: GPUArray | None = None) -> Part:
+    if x is None:
+        return _put(y, out)  # type: ignore[no-any-return]
+    if y is None:
+        return _put(x, out)  # type: ignore[no-any-return]
+    return _op("add", x, y, out)  # type: ignore[no-any-return]
+
+
+def _neg(x: Part, out: GPUArray | None = None) -> Part:
+    if x is None:
+        return _put(None, out)  # type: ignore[no-any-return]
+    if isinstance(x, GPUArray):
+        return unary("negative", x, out)
+    return _put(-x, out)  # type: ignore[no-any-return]
+
+
+def _sub(x: Part, y: Part, out: GPUArray | None = None) -> Part:
+    if y is None:
+        return _put(x, out)  # type: ignore[no-any-return]
+    if x is None:
+        return _neg(y, out)
+    return _op("subtract", x, y, out)  # type: ignore[no-any-return]
+
+
+def _mul(x: Part, y: Part, out: GPUArray | None = None) -> Part:
+    if x is None or y is None:
+        return _put(None, out)  # type: ignore[no-any-return]
+    return _op("multiply", x, y, out)  # type: ignore[no-any-return]
+
+
+def _div(x: Part, y: Part, out: GPUArray | None = None) -> Part:
+    if x is None and isinstance(y, float) and y != 0:
+        return _put(None, out)  # type: ignore[no-any-return]
+    return _op("divide", x, y, out)  # type: ignore[no-any-return]
+
+
+def _fn(name: str, x: Part, out: GPUArray | None = None) -> Part:
+    """Real unary kernel ``name`` of a part (scalars: NumPy in float64)."""
+    if isinstance(x, GPUArray):
+        return unary(name, x, out)
+    with np.errstate(all="ignore"):
+        value = float(getattr(np, name)(np.float64(0.0 if x is None else x)))
+    return _put(value, out)  # type: ignore[no-any-return]
+
+
+def _array_of(x: Part, like: GPUArray) -> GPUArray:
+    """A part as an array of ``like``'s dtype (scalars as 0-d arrays)."""
+    if isinstance(x, GPUArray):
+        return x
+    out = empty_on(like._rt, (), like.dtype)
+    fill(out, 0.0 if x is None else x)
+    return out
+
+
+def _lin(terms: list[tuple[int, Part, Part]], out: GPUArray | None) -> Part:
+    """``sum(sign * x * y)`` over the terms, zero terms left out."""
+    live = [(s, x, y) for s, x, y in terms if x is not None and y is not None]
+    if not live:
+        return _put(None, out)  # type: ignore[no-any-return]
+    if len(live) == 1:
+        s, x, y = live[0]
+        if s > 0:
+            return _mul(x, y, out)
+        if isinstance(y, float):
+            return _mul(x, -y, out)
+        if isinstance(x, float):
+            return _mul(-x, y, out)
+        return _neg(_mul(x, y), out)
+    (s1, x1, y1), (s2, x2, y2) = live
+    p1, p2 = _mul(x1, y1), _mul(x2, y2)
+    if s1 > 0:
+        return (_add if s2 > 0 else _sub)(p1, p2, out)
+    return _sub(p2, p1, out) if s2 > 0 else _neg(_add(p1, p2), out)
+
+
+def _cmul(a: Pair, b: Pair, out: tuple[GPUArray, GPUArray] | None = None) -> Pair:
+    (ar, ai), (br, bi) = a, b
+    o = out or (None, None)
+    re = _lin([(1, ar, br), (-1, ai, bi)], o[0])
+    im = _lin([(1, ar, bi), (1, ai, br)], o[1])
+    return re, im
+
+
+def _abs_part(x: Part) -> Part:
+    if x is None or isinstance(x, float):
+        return None if x is None else abs(x)
+    return unary("absolute", x)
+
+
+def _cdiv(a: Pair, b: Pair, out: tuple[GPUArray, GPUArray] | None = None) -> Pair:
+    """``a / b`` scaled by ``s = max(|br|, |bi|)``: no overflow or underflow of ``|b|**2``."""
+    (ar, ai), (br, bi) = a, b
+    o = out or (None, None)
+    if bi is None:
+        return _div(ar, br, o[0]), _div(ai, br, o[1])
+    if not isinstance(br, GPUArray) and not isinstance(bi, GPUArray):
+        d = complex(0.0 if br is None else br, bi)
+        try:
+            inv = 1.0 / d
+        except ZeroDivisionError:
+            inv = complex(math.nan, math.nan)
+        return _cmul(a, (inv.real, inv.imag), out)
+    s = _op("maximum", _abs_part(br), _abs_part(bi)) if br is not None else _abs_part(bi)
+    brs = _div(br, s)
+    bis = _div(bi, s)
+    d = _mul(_add(_mul(brs, brs), _mul(bis, bis)), s)
+    re = _div(_lin([(1, ar, brs), (1, ai, bis)], None), d, o[0])
+    im = _div(_lin([(1, ai, brs), (-1, ar, bis)], None), d, o[1])
+    return re, im
+
+
+def _hypot(x: Part, y: Part) -> GPUArray:
+    like = x if isinstance(x, GPUArray) else y
+    assert isinstance(like, GPUArray)
+    return _elementwise.hypot(_array_of(x, like), _array_of(y, like))
+
+
+def _atan2(y: Part, x: Part) -> GPUArray:
+    like = x if isinstance(x, GPUArray) else y
+    assert isinstance(like, GPUArray)
+    return _elementwise.atan2(_array_of(y, like), _array_of(x, like))
+
+
+def _cexp(z: Pair) -> Pair:
+    x, y = z
+    e = _fn("exp", x)
+    if y is None:
+        return e, None
+    re = _mul(e, _fn("cos", y))
+    im = _mul(e, _fn("sin", y))
+    if isinstance(y, GPUArray) and isinstance(im, GPUArray):  # exp(inf + 0j) = inf + 0j
+        im = where(binary("equal", y, 0), y, im)
+    return re, im
+
+
+def _clog(z: Pair) -> Pair:
+    x, y = z
+    return _fn("log", _hypot(x, y)), _atan2(y, x)
+
+
+def _csqrt(z: Pair) -> Pair:
+    """Principal square root: ``t = sqrt(|x|/2 + |z|/2)``, the other part ``|y| / 2t``."""
+    x, y = z
+    ax = _abs_part(x)
+    t = _fn("sqrt", _add(_mul(ax, 0.5), _mul(_hypot(x, y), 0.5)))
+    assert isinstance(t, GPUArray)
+    other = _div(_abs_part(y), _mul(t, 2.0))
+    zero = binary("equal", t, 0)
+    other = where(zero, _array_of(0.0, t), _array_of(other, t))
+    negative = binary("less", _array_of(x, t), 0)
+    re = where(negative, other, t)
+    im = where(negative, _elementwise.copysign(t, _array_of(y, t)),
+               _elementwise.copysign(other, _array_of(y, t)))
+    return re, im
+
+
+def _sinh_cosh(x: Part) -> tuple[Part, Part]:
+    if not isinstance(x, GPUArray):
+        v = 0.0 if x is None else x
+        return math.sinh(v), math.cosh(v)
+    return _elementwise.sinh(x), _elementwise.cosh(x)
+
+
+def _csinh(z: Pair) -> Pair:
+    x, y = z
+    sh, ch = _sinh_cosh(x)
+    return _mul(sh, _fn("cos", y)), _mul(ch, _fn("sin", y))
+
+
+def _ccosh(z: Pair) -> Pair:
+    x, y = z
+    sh, ch = _sinh_cosh(x)
+    return _mul(ch, _fn("cos", y)), _mul(sh, _fn("sin", y))
+
+
+def _csin(z: Pair) -> Pair:
+    # sin(z) = -i sinh(iz), iz = -y + ix
+    x, y = z
+    re, im = _csinh((_neg(y), x))
+    return im, _neg(re)
+
+
+def _ccos(z: Pair) -> Pair:
+    # cos(z) = cosh(iz)
+    x, y = z
+    return _ccosh((_neg(y), x))
+
+
+def _ctanh(z: Pair) -> Pair:
+    """Kahan's tanh: ``t = tan(y)``, ``s = sinh(x)``; ``tanh(x) -> +-1`` for large ``|x|``."""
+    x, y = z
+    xa = x if isinstance(x, GPUArray) else None
+    ya = y if isinstance(y, GPUArray) else None
+    like = xa if xa is not None else ya
+    assert like is not None
+    xa = _array_of(x, like)
+    ya = _array_of(y, like)
+    t = _elementwise.tan(ya)
+    beta = binary("add", binary("multiply", t, t), 1.0)
+    s = _elementwise.sinh(xa)
+    rho = unary("sqrt", binary("add", binary("multiply", s, s), 1.0))
+    denom = binary("add", binary("multiply", beta, binary("multiply", s, s)), 1.0)
+    re = binary("divide", binary("multiply", binary("multiply", beta, rho), s), denom)
+    im = binary("divide", t, denom)
+    big = binary("greater", unary("absolute", xa), 22.0 if like.dtype == float64 else 11.0)
+    big_re = _elementwise.copysign(_array_of(1.0, like), xa)
+    big_im = binary("multiply", binary("multiply", binary(
+        "multiply", unary("sin", ya), unary("cos", ya)), 4.0),
+        unary("exp", binary("multiply", unary("absolute", xa), -2.0)))
+    return where(big, big_re, re), where(big, big_im, im)
+
+
+def _ctan(z: Pair) -> Pair:
+    # tan(z) = -i tanh(iz)
+    x, y = z
+    re, im = _ctanh((_neg(y), x))
+    return im, _neg(re)
+
+
+def _cexpm1(z: Pair) -> Pair:
+    """``expm1(x) cos(y) - 2 sin(y/2)**2`` (accurate near 0), ``e^x sin(y)``."""
+    x, y = z
+    half = _fn("sin", _mul(y, 0.5))
+    re = _sub(_mul(_fn("expm1", x), _fn("cos", y)), _mul(_mul(half, half), 2.0))
+    im = _mul(_fn("exp", x), _fn("sin", y))
+    return re, im
+
+
+def _clog1p(z: Pair) -> Pair:
+    """``log1p(x (2 + x) + y**2) / 2`` (accurate near 0), ``atan2(y, 1 + x)``."""
+    x, y = z
+    inner = _add(_mul(x, _add(x, 2.0)), _mul(y, y))
+    return _mul(_fn("log1p", inner), 0.5), _atan2(y, _add(x, 1.0))
+
+
+def _cpow_int(z: Pair, n: int, like: GPUArray) -> Pair:
+    """``z ** n`` by binary powering (NumPy's method for small integer exponents)."""
+    result: Pair = (1.0, None)
+    base = z
+    k = abs(n)
+    while k:
+        if k & 1:
+            result = _cmul(result, base)
+        k >>= 1
+        if k:
+            base = _cmul(base, base)
+    if not isinstance(result[0], GPUArray) and not isinstance(result[1], GPUArray):
+        result = (_array_of(result[0], like), result[1])
+    if n < 0:
+        result = _cdiv((1.0, None), result)
+    return result
+
+
+# -- operands and results --------------------------------------------------------------------------
+def _key(value: Any) -> Any:
+    if isinstance(value, (GPUArray, np.generic)):
+        return value.dtype
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, (int, float, complex)):
+        return type(value)
+    return None
+
+
+def _check_operands(name: str, values: tuple[Any, ...]) -> list[GPUArray]:
+    arrays = [v for v in values if isinstance(v, GPUArray)]
+    if not arrays:
+        names = " and ".join(type(v).__name__ for v in values)
+        raise TypeError(f"{name}: at least one operand must be a GPUArray; got {names}")
+    for value in values:
+        if _key(value) is None:
+            raise TypeError(f"{name}: operands must be GPUArrays or bool/int/float/complex "
+                            f"scalars; got {type(value).__name__}")
+    return arrays
+
+
+def _resolve(name: str, ufunc: Any, values: tuple[Any, ...]) -> np.dtype[Any]:
+    keys = tuple(_key(v) for v in values)
+    try:
+        result = np.dtype(ufunc.resolve_dtypes((*keys, None))[-1])
+    except TypeError:
+        kinds = ", ".join(k.name if isinstance(k, np.dtype) else f"Python {k.__name__}"
+                          for k in keys)
+        raise TypeError(f"{name}: not supported for the input types ({kinds})") from None
+    if result.kind == "c" and result not in (complex64, complex128):
+        raise TypeError(f"{name}: NumPy gives dtype {result.name}, which PyGPUkit does not hold")
+    return result
+
+
+def _operand(value: Any, result: np.dtype[Any]) -> Pair:
+    """An operand's parts in ``result``'s part dtype (Python floats for scalars)."""
+    part = part_dtype(result)
+    if isinstance(value, GPUArray):
+        if value.dtype.kind == "c":
+            return parts(value if value.dtype == result else astype(value, result))
+        return (value if value.dtype == part else value.astype(part)), None
+    if isinstance(value, (complex, np.complexfloating)):
+        c = complex(value)
+        return c.real, c.imag
+    return float(value), None
+
+
+def _truth(x: GPUArray) -> GPUArray:
+    """Bool: whether each element of complex ``x`` is non-zero."""
+    re, im = parts(x)
+    return binary("logical_or", binary("not_equal", re, 0), binary("not_equal", im, 0))
+
+
+def _shape_of(arrays: list[GPUArray], out: GPUArray | None) -> tuple[int, ...]:
+    shape = _layout.broadcast_shapes(*(x.shape for x in arrays))
+    if isinstance(out, GPUArray) and out.shape != shape:
+        shape = _layout.broadcast_shapes(shape, out.shape)
+    return shape
+
+
+def _target(name: str, out: GPUArray | None, shape: tuple[int, ...], result: np.dtype[Any],
+            runtime: Runtime, inputs: list[GPUArray], mixes: bool
+            ) -> tuple[GPUArray, GPUArray | None]:
+    """The array the parts are written into (``out`` itself when it is safe), and ``out``.
+
+    ``mixes``: each result part reads both input parts, so an ``out`` that overlaps an input
+    (``a *= b``) gets a temporary.
+    """
+    target, final = _finish(name, out, shape, result, runtime, tuple(inputs))
+    if final is None and mixes and any(_overlaps(target, x) for x in inputs):
+        final, target = target, empty_on(runtime, shape, result)
+    return target, final
+
+
+def _deliver(target: GPUArray, final: GPUArray | None) -> GPUArray:
+    if final is None:
+        return target
+    copy_into(target, final)
+    return final
+
+
+def _store(pair: Pair, target: GPUArray) -> GPUArray:
+    tr, ti = parts(target)
+    _put(pair[0], tr)
+    _put(pair[1], ti)
+    return target
+
+
+# -- binary ops ------------------------------------------------------------------------------------
+_BINARY_UFUNCS: dict[str, Any] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide,
+    "power": np.power, "equal": np.equal, "not_equal": np.not_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+
+
+def _power_exponent(b: Any) -> int | None:
+    """A scalar exponent NumPy raises by repeated multiplication (an integer, |n| < 100)."""
+    if isinstance(b, (GPUArray, bool)):
+        return None
+    value = complex(b)
+    if value.imag != 0 or not math.isfinite(value.real) or value.real != int(value.real):
+        return None
+    n = int(value.real)
+    return n if abs(n) < 100 else None
+
+
+def binary_op(name: str, a: Any, b: Any, out: GPUArray | None) -> GPUArray:
+    """Binary op ``name`` where an operand is complex (an array, or a complex scalar)."""
+    if name in _ORDERED:
+        raise TypeError(f"{name}: not supported for complex operands (complex numbers are "
+                        "not ordered)")
+    ufunc = _BINARY_UFUNCS.get(name)
+    if ufunc is None:
+        dtype = next((v.dtype for v in (a, b) if isinstance(v, GPUArray) and is_complex(v)),
+                     complex128)
+        raise TypeError(complex_unsupported(name, dtype))
+    arrays = _check_operands(name, (a, b))
+    result = _resolve(name, ufunc, (a, b))
+    runtime = check_same_device(*arrays, op=name)
+    shape = _shape_of(arrays, out)
+    if result == bool_:
+        return _logical(name, a, b, out, shape, runtime, arrays)
+    if result.kind != "c":  # a complex scalar with a real array can give a real dtype
+        raise TypeError(f"{name}: NumPy gives dtype {result.name} for complex operands")
+    mixes = name in ("multiply", "divide", "power")
+    target, final = _target(name, out, shape, result, runtime, arrays, mixes)
+    tr, ti = parts(target)
+    if (name in ("add", "subtract") and all(isinstance(v, GPUArray) and v.dtype == result
+                                            for v in (a, b)) and _pairs_fit(a, b, target)):
+        binary(name, pairs(a), pairs(b), pairs(target))  # one launch on the float views
+        return _deliver(target, final)
+    pa, pb = _operand(a, result), _operand(b, result)
+    if name == "add":
+        _add(pa[0], pb[0], tr)
+        _add(pa[1], pb[1], ti)
+    elif name == "subtract":
+        _sub(pa[0], pb[0], tr)
+        _sub(pa[1], pb[1], ti)
+    elif name == "multiply":
+        _cmul(pa, pb, (tr, ti))
+    elif name == "divide":
+        _cdiv(pa, pb, (tr, ti))
+    else:  # power
+        n = _power_exponent(b)
+        like = tr
+        if n is not None and isinstance(a, GPUArray):
+            _store(_cpow_int(pa, n, like), target)
+        else:
+            _store(_cexp(_cmul(pb, _clog(_pair_arrays(pa, like)))), target)
+    return _deliver(target, final)
+
+
+def _pair_arrays(z: Pair, like: GPUArray) -> Pair:
+    """Both parts as arrays (a scalar base of ``a ** b`` with an array exponent)."""
+    return _array_of(z[0], like), _array_of(z[1], like)
+
+
+def _logical(name: str, a: Any, b: Any, out: GPUArray | None, shape: tuple[int, ...],
+             runtime: Runtime, arrays: list[GPUArray]) -> GPUArray:
+    """``==``, ``!=`` and the logical ops: bool results from comparisons of the parts."""
+    target, final = _finish(name, out, shape, bool_, runtime, tuple(arrays))
+    if name in ("equal", "not_equal"):
+        common = _resolve(name, np.add, (a, b))  # the parts compare in its part dtype
+        (ar, ai), (br, bi) = _operand(a, common), _operand(b, common)
+        join = "logical_and" if name == "equal" else "logical_or"
+        _op(join, _op(name, ar, br), _op(name, ai, bi), target)
+    else:
+        truths = [_truth(v) if isinstance(v, GPUArray) and v.dtype.kind == "c"
+                  else (v if isinstance(v, GPUArray) else bool(v)) for v in (a, b)]
+        _op(name, truths[0], truths[1], target)
+    return _deliver(target, final)
+
+
+# -- unary ops -------------------------------------------------------------------------------------
+_COMPLEX_RESULT: dict[str, Callable[[Pair], Pair]] = {
+    "exp": _cexp, "log": _clog, "sqrt": _csqrt, "sin": _csin, "cos": _ccos, "tan": _ctan,
+    "sinh": _csinh, "cosh": _ccosh, "tanh": _ctanh, "expm1": _cexpm1, "log1p": _clog1p,
+}
+
+
+def unary_op(name: str, x: GPUArray, out: GPUArray | None) -> GPUArray:
+    """Unary op ``name`` of complex ``x`` (``conjugate`` also takes real ``x``: a copy)."""
+    if name == "conjugate" and x.dtype.kind != "c":
+        return _finish_copy(x.copy(), out, name)
+    if name in _NOT_YET:
+        raise NotImplementedError(f"{name}: not implemented for complex dtype {x.dtype.name} "
+                                  "(complex operations are composed from real kernels; this "
+                                  "one is not yet)")
+    runtime = x._rt
+    if name in ("absolute", "angle"):
+        re, im = parts(x)
+        value = _hypot(re, im) if name == "absolute" else _atan2(im, re)
+        return _finish_copy(value, out, name)
+    if name in ("isnan", "isinf", "isfinite", "logical_not"):
+        return _classify(name, x, out)
+    if name in ("negative", "positive", "conjugate", "rint", "square", "reciprocal", "sign",
+                "log2", "log10") or name in _COMPLEX_RESULT:
+        target, final = _target(name, out, x.shape, x.dtype, runtime, [x], mixes=True)
+        tr, ti = parts(target)
+        z: Pair = parts(x)
+        if name == "negative" and _pairs_fit(x):
+            unary("negative", pairs(x), pairs(target))
+        elif name == "positive":
+            copy(x, target)
+        elif name == "negative":
+            _neg(z[0], tr)
+            _neg(z[1], ti)
+        elif name == "conjugate":
+            copy_into(z[0], tr)
+            _neg(z[1], ti)
+        elif name == "rint":
+            unary("rint", z[0], tr)
+            unary("rint", z[1], ti)
+        elif name == "square":
+            _cmul(z, z, (tr, ti))
+        elif name == "reciprocal":
+            _cdiv((1.0, None), z, (tr, ti))
+        elif name == "sign":
+            magnitude = _hypot(z[0], z[1])
+            zero = binary("equal", magnitude, 0)
+            safe = where(zero, _array_of(1.0, magnitude), magnitude)
+            _div(z[0], safe, tr)
+            _div(z[1], safe, ti)
+        elif name in ("log2", "log10"):
+            re, im = _clog(z)
+            scale = math.log(2.0 if name == "log2" else 10.0)
+            _div(re, scale, tr)
+            _div(im, scale, ti)
+        else:
+            _store(_COMPLEX_RESULT[name](z), target)
+        return _deliver(target, final)
+    raise TypeError(complex_unsupported(name, x.dtype))
+
+
+def _finish_copy(value: GPUArray, out: GPUArray | None, name: str) -> GPUArray:
+    """A computed result, or copied into ``out`` (checked as the elementwise functions do)."""
+    if out is None:
+        return value
+    target, final = _finish(name, out, value.shape, value.dtype, value._rt, (value,))
+    copy_into(value, final if final is not None else target)
+    return final if final is not None else target
+
+
+def _classify(name: str, x: GPUArray, out: GPUArray | None) -> GPUArray:
+    re, im = parts(x)
+    if name == "logical_not":
+        value = binary("logical_and", binary("equal", re, 0), binary("equal", im, 0))
+    elif name == "isfinite":
+        value = binary("logical_and", _elementwise.isfinite(re), _elementwise.isfinite(im))
+    else:
+        value = binary("logical_or", unary(name, re), unary(name, im))
+    return _finish_copy(value, out, name)
+
+
+# -- where, reductions -----------------------------------------------------------------------------
+def where_op(cond: GPUArray, a: Any, b: Any, out: GPUArray | None) -> GPUArray:
+    """``where(cond, a, b)`` with a complex operand (or a complex ``cond``: its truth)."""
+    if cond.dtype.kind == "c":
+        cond = _truth(cond)
+        if not is_complex(a) and not is_complex(b):
+            return where(cond, a, b, out=out)
+    arrays = _check_operands("where", (a, b)) if any(
+        isinstance(v, GPUArray) for v in (a, b)) else []
+    for value in (a, b):
+        if _key(value) is None:
+            raise TypeError(f"where: operands must be GPUArrays or bool/int/float/complex "
+                            f"scalars; got {type(value).__name__}")
+    result = np.dtype(np.result_type(*(v.dtype if isinstance(v, GPUArray) else v
+                                       for v in (a, b))))
+    if result.kind != "c":
+        return where(cond, a, b, out=out)
+    runtime = check_same_device(cond, *arrays, op="where")
+    shape = _shape_of([cond, *arrays], out)
+    target, final = _target("where", out, shape, result, runtime, [cond, *arrays], mixes=False)
+    tr, ti = parts(target)
+    (ar, ai), (br, bi) = _operand(a, result), _operand(b, result)
+    where(cond, 0.0 if ar is None else ar, 0.0 if br is None else br, out=tr)
+    where(cond, 0.0 if ai is None else ai, 0.0 if bi is None else bi, out=ti)
+    return _deliver(target, final)
+
+
+def reduce_op(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float,
+              out: GPUArray | None) -> GPUArray:
+    """Reduction ``name`` of complex ``x`` over ``axis``."""
+    if name in _ORDERED:
+        raise TypeError(f"{name}: not supported for complex dtype {x.dtype.name} (complex "
+                        "numbers are not ordered)")
+    axes = _axes(axis, x.ndim, name)
+    value: GPUArray
+    if name in ("sum", "mean"):
+        if _pairs_fit(x):
+            value = from_pairs(reduce(name, pairs(x), axes, keepdims))
+        else:
+            re, im = parts(x)
+            value = empty_on(x._rt, _reduced_shape(x.shape, axes, keepdims), x.dtype)
+            vr, vi = parts(value)
+            reduce(name, re, axes, keepdims, out=vr)
+            reduce(name, im, axes, keepdims, out=vi)
+    elif name in ("var", "std"):
+        re, im = parts(x)
+        value = binary("add", reduce("var", re, axes, keepdims, ddof=ddof),
+                       reduce("var", im, axes, keepdims, ddof=ddof))
+        if name == "std":
+            value = unary("sqrt", value)
+    elif name in ("any", "all"):
+        value = reduce(name, _truth(x), axes, keepdims)
+    elif name == "prod":
+        value = _prod(x, axes, keepdims)
+    else:
+        raise TypeError(complex_unsupported(name, x.dtype))
+    return _finish_copy(value, out, name)
+
+
+def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...],
+                   keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if d in axes else n for d, n in enumerate(shape))
+    return tuple(n for d, n in enumerate(shape) if d not in axes)
+
+
+def _prod(x: GPUArray, axes: tuple[int, ...], keepdims: bool) -> GPUArray:
+    """Product over ``axes``: a pairwise tree of complex products (deterministic)."""
+    kept = tuple(d for d in range(x.ndim) if d not in axes)
+    rows = math.prod(x.shape[d] for d in kept)
+    n = math.prod(x.shape[d] for d in axes)
+    final_shape = _reduced_shape(x.shape, axes, keepdims)
+    if n == 0 or rows == 0:
+        out = empty_on(x._rt, final_shape, x.dtype)
+        fill_value(out, 1.0)
+        return out
+    z = x.transpose(kept + axes).reshape(rows, n)
+    while n > 1:
+        h, odd = n // 2, n % 2
+        nxt = empty_on(x._rt, (rows, h + odd), x.dtype)
+        left, right = z[:, :h], z[:, h:2 * h]
+        nr, ni = parts(nxt[:, :h])
+        _cmul(parts(left), parts(right), (nr, ni))
+        if odd:
+            copy(z[:, 2 * h:], nxt[:, h:])
+        z, n = nxt, h + odd
+    return z.reshape(final_shape)
+
+
+# -- products --------------------------------------------------------------------------------------
+def matmul_op(a: GPUArray, b: GPUArray, out: GPUArray | None, precision: str) -> GPUArray:
+    """``a @ b`` with a complex operand: real GEMMs on contiguous real / imaginary planes.
+
+    Four products (two when one operand is real), combined as ``(rr - ii, ri + ir)``: the
+    accuracy of the real GEMMs (no 3-multiplication trick, which loses accuracy).
+    """
+    result = np.dtype(np.multiply.resolve_dtypes((a.dtype, b.dtype, None))[-1])
+    if result.kind != "c" or result not in (complex64, complex128):
+        raise TypeError(f"matmul: no complex result dtype for {a.dtype.name} and "
+                        f"{b.dtype.name}")
+    check_same_device(a, b, op="matmul")
+    part = part_dtype(result)
+
+    def planes(v: GPUArray) -> Pair:
+        if v.dtype.kind == "c":
+            re, im = parts(v)
+            return re.astype(part), im.astype(part)
+        return (v if v.dtype == part else v.astype(part)), None
+
+    (ar, ai), (br, bi) = planes(a), planes(b)
+
+    def product(x: Part, y: Part) -> Part:
+        if x is None or y is None:
+            return None
+        assert isinstance(x, GPUArray) and isinstance(y, GPUArray)
+        return _real_matmul(x, y, precision=precision)
+
+    rr, ii, ri, ir = product(ar, br), product(ai, bi), product(ar, bi), product(ai, br)
+    first = next(p for p in (rr, ii, ri, ir) if isinstance(p, GPUArray))
+    assert isinstance(first, GPUArray)
+    shape = first.shape
+    if out is not None:
+        if not isinstance(out, GPUArray):
+            raise TypeError(f"matmul: out must be a GPUArray; got {type(out).__name__}")
+        if out.shape != shape or out.dtype != result:
+            raise ValueError(f"matmul: out has shape {out.shape} and dtype {out.dtype.name}; "
+                             f"the result has {shape} and {result.name}")
+    target, final = _target("matmul", out, shape, result, a._rt, [a, b], mixes=True)
+    tr, ti = parts(target)
+    _sub(rr, ii, tr)
+    _add(ri, ir, ti)
+    return _deliver(target, final)
+
+
+# -- advanced indexing: the same index on the float views (the pair axis a trailing slice) --------
+def _pair_key(key: Any) -> tuple[Any, ...]:
+    return (*(key if isinstance(key, tuple) else (key,)), slice(None))
+
+
+def _complex_array(x: GPUArray, value: Any) -> GPUArray:
+    """``value`` as a complex GPUArray of ``x``'s dtype on ``x``'s device."""
+    if isinstance(value, GPUArray):
+        check_same_device(x, value, op="setitem")
+        return value if value.dtype == x.dtype else astype(value, x.dtype)
+    if isinstance(value, (bool, int, float, complex, np.generic)) and np.ndim(value) == 0:
+        return _constant(x, complex(value), x.dtype)
+    return upload(x._rt, np.asarray(value).astype(x.dtype))
+
+
+def getitem(x: GPUArray, key: Any) -> GPUArray:
+    """``x[key]`` with integer arrays or masks: the gather of the float view."""
+    if not _pairs_fit(x):
+        raise NotImplementedError(f"indexing: complex arrays of {_layout.MAX_DIMS} dims take "
+                                  "basic indices only")
+    return from_pairs(pairs(x)[_pair_key(key)])
+
+
+def setitem(x: GPUArray, key: Any, value: Any) -> None:
+    """``x[key] = value`` with integer arrays or masks: a scatter into the float view."""
+    if not _pairs_fit(x):
+        raise NotImplementedError(f"indexing: complex arrays of {_layout.MAX_DIMS} dims take "
+                                  "basic indices only")
+    pairs(x)[_pair_key(key)] = pairs(_complex_array(x, value))
+
+
+def nonzero(x: GPUArray) -> tuple[GPUArray, ...]:
+    """Indices of the non-zero elements (either part non-zero)."""
+    return _truth(x).nonzero()
+
+
+def imag_of_real(x: GPUArray) -> GPUArray:
+    """The imaginary part of a real array: zeros of its dtype (a new array)."""
+    out = empty_on(x._rt, x.shape, x.dtype)
+    fill(out, 0)
+    return out
+
+
+class _Ops:
+    """The complex operations the lower layers reach through ``_array.hooks.complex``."""
+
+    binary = staticmethod(binary_op)
+    unary = staticmethod(unary_op)
+    where = staticmethod(where_op)
+
+    @staticmethod
+    def reduce(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float,
+               out: GPUArray | None) -> GPUArray:
+        return reduce_op(name, x, axis, keepdims, ddof, out)
+
+    copy = staticmethod(copy)
+    fill = staticmethod(fill_value)
+    astype = staticmethod(astype)
+    matmul = staticmethod(matmul_op)
+    getitem = staticmethod(getitem)
+    setitem = staticmethod(setitem)
+    nonzero = staticmethod(nonzero)
+    imag = staticmethod(imag_of_real)
+
+
+#: Installed as ``_array.hooks.complex`` by ``pygpukit._ops``.
+OPS = _Ops()
+
+
+# -- public functions ------------------------------------------------------------------------------
+def _check(name: str, x: Any) -> GPUArray:
+    if not isinstance(x, GPUArray):
+        raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
+    return x
+
+
+def real(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+    """Real part: a float view of a complex array's memory (as ``numpy.real``); a copy of a
+    real array."""
+    x = _check("real", x)
+    value = x.real if x.dtype.kind == "c" else x.copy()
+    return value if out is None else _finish_copy(value, out, "real")
+
+
+def imag(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+    """Imaginary part: a float view of a complex array's memory; zeros for a real array."""
+    x = _check("imag", x)
+    value = x.imag
+    return value if out is None else _finish_copy(value, out, "imag")
+
+
+def conj(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
+    """Complex conjugate (a new array; a copy of a real array): 2 launches."""
+    return unary_op("conjugate", _check("conj", x), out)
+
+
+conjugate = conj
+
+
+def angle(z: GPUArray, deg: bool = False) -> GPUArray:
+    """The argument of each element, ``atan2(imag, real)``, in radians (degrees if ``deg``).
+
+    A real array gives 0 or pi (by sign), in float64 for integers, as NumPy.
+    """
+    z = _check("angle", z)
+    if z.dtype.kind == "c":
+        value = unary_op("angle", z, None)
+    else:
+        work = z if z.dtype.kind == "f" or z.dtype.name == "bfloat16" else z.astype(float64)
+        value = _elementwise.atan2(_array_of(0.0, work), work)
+    return binary("multiply", value, 180.0 / math.pi) if deg else value
+
+
+def iscomplexobj(x: Any) -> bool:
+    """Whether ``x`` has a complex dtype (NumPy's ``iscomplexobj``)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return isinstance(x, complex)
+    return normalize_dtype(dtype).kind == "c"
+
+
+__all__ = ["angle", "conj", "conjugate", "imag", "iscomplexobj", "real"]
