@@ -35,7 +35,7 @@ class ComplexOps(Protocol):
     def fill(self, dst: GPUArray, value: Any) -> None: ...
     def astype(self, x: GPUArray, dtype: np.dtype[Any]) -> GPUArray: ...
     def matmul(self, a: GPUArray, b: GPUArray, out: GPUArray | None,
-               precision: str | None) -> GPUArray: ...
+               precision: str) -> GPUArray: ...
     def getitem(self, x: GPUArray, key: Any) -> GPUArray: ...
     def setitem(self, x: GPUArray, key: Any, value: Any) -> None: ...
     def nonzero(self, x: GPUArray) -> tuple[GPUArray, ...]: ...
@@ -273,8 +273,10 @@ class GPUArray:
     # -- complex parts -------------------------------------------------------------------------
     @property
     def real(self) -> GPUArray:
-        """The real part: for a complex dtype a view of the same memory (writable, as NumPy's
-        ``.real``) with the float dtype of its parts; for a real dtype the array itself.
+        """The real part.
+
+        For a complex dtype a view of the same memory (writable, as NumPy's ``.real``) with
+        the float dtype of its parts; for a real dtype the array itself.
         """
         if self.dtype.kind != "c":
             return self
@@ -283,8 +285,10 @@ class GPUArray:
 
     @property
     def imag(self) -> GPUArray:
-        """The imaginary part: for a complex dtype a view (writable); for a real dtype a new
-        array of zeros of the same dtype (NumPy gives a read-only one).
+        """The imaginary part.
+
+        For a complex dtype a view of the same memory (writable); for a real dtype a new array
+        of zeros of the same dtype (NumPy gives a read-only one).
         """
         if self.dtype.kind != "c":
             return hooks.complex.imag(self)

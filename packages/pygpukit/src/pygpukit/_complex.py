@@ -113,8 +113,10 @@ def pairs(x: GPUArray) -> GPUArray:
 
 
 def from_pairs(f: GPUArray) -> GPUArray:
-    """A float array of shape ``S + (2,)`` as the complex array of shape ``S`` (a view if the
-    pairs are adjacent in memory, else of a contiguous copy)."""
+    """A float array of shape ``S + (2,)`` as the complex array of shape ``S``.
+
+    A view when the pairs are adjacent in memory, else a view of a contiguous copy.
+    """
     if f.ndim == 0 or f.shape[-1] != 2:
         raise ValueError(f"expected a last axis of length 2; got shape {f.shape}")
     if f.strides[-1] != f.itemsize or any(s % (2 * f.itemsize) for s in f.strides[:-1]):
@@ -326,9 +328,9 @@ def _cdiv(a: Pair, b: Pair, out: tuple[GPUArray, GPUArray] | None = None) -> Pai
     if bi is None:
         return _div(ar, br, o[0]), _div(ai, br, o[1])
     if not isinstance(br, GPUArray) and not isinstance(bi, GPUArray):
-        d = complex(0.0 if br is None else br, bi)
+        divisor = complex(0.0 if br is None else br, 0.0 if bi is None else bi)
         try:
-            inv = 1.0 / d
+            inv = 1.0 / divisor
         except ZeroDivisionError:
             inv = complex(math.nan, math.nan)
         return _cmul(a, (inv.real, inv.imag), out)
@@ -509,7 +511,7 @@ def _check_operands(name: str, values: tuple[Any, ...]) -> list[GPUArray]:
 def _resolve(name: str, ufunc: Any, values: tuple[Any, ...]) -> np.dtype[Any]:
     keys = tuple(_key(v) for v in values)
     try:
-        result = np.dtype(ufunc.resolve_dtypes((*keys, None))[-1])
+        result: np.dtype[Any] = np.dtype(ufunc.resolve_dtypes((*keys, None))[-1])
     except TypeError:
         kinds = ", ".join(k.name if isinstance(k, np.dtype) else f"Python {k.__name__}"
                           for k in keys)
@@ -685,35 +687,36 @@ def unary_op(name: str, x: GPUArray, out: GPUArray | None) -> GPUArray:
                 "log2", "log10") or name in _COMPLEX_RESULT:
         target, final = _target(name, out, x.shape, x.dtype, runtime, [x], mixes=True)
         tr, ti = parts(target)
-        z: Pair = parts(x)
+        zr, zi = parts(x)
+        z: Pair = (zr, zi)
         if name == "negative" and _pairs_fit(x):
             unary("negative", pairs(x), pairs(target))
         elif name == "positive":
             copy(x, target)
         elif name == "negative":
-            _neg(z[0], tr)
-            _neg(z[1], ti)
+            _neg(zr, tr)
+            _neg(zi, ti)
         elif name == "conjugate":
-            copy_into(z[0], tr)
-            _neg(z[1], ti)
+            copy_into(zr, tr)
+            _neg(zi, ti)
         elif name == "rint":
-            unary("rint", z[0], tr)
-            unary("rint", z[1], ti)
+            unary("rint", zr, tr)
+            unary("rint", zi, ti)
         elif name == "square":
             _cmul(z, z, (tr, ti))
         elif name == "reciprocal":
             _cdiv((1.0, None), z, (tr, ti))
         elif name == "sign":
-            magnitude = _hypot(z[0], z[1])
+            magnitude = _hypot(zr, zi)
             zero = binary("equal", magnitude, 0)
             safe = where(zero, _array_of(1.0, magnitude), magnitude)
-            _div(z[0], safe, tr)
-            _div(z[1], safe, ti)
+            _div(zr, safe, tr)
+            _div(zi, safe, ti)
         elif name in ("log2", "log10"):
-            re, im = _clog(z)
+            lre, lim = _clog(z)
             scale = math.log(2.0 if name == "log2" else 10.0)
-            _div(re, scale, tr)
-            _div(im, scale, ti)
+            _div(lre, scale, tr)
+            _div(lim, scale, ti)
         else:
             _store(_COMPLEX_RESULT[name](z), target)
         return _deliver(target, final)
@@ -951,8 +954,10 @@ def _check(name: str, x: Any) -> GPUArray:
 
 
 def real(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """Real part: a float view of a complex array's memory (as ``numpy.real``); a copy of a
-    real array."""
+    """Real part: a float view of a complex array's memory (as ``numpy.real``).
+
+    For a real array, a copy of it.
+    """
     x = _check("real", x)
     value = x.real if x.dtype.kind == "c" else x.copy()
     return value if out is None else _finish_copy(value, out, "real")

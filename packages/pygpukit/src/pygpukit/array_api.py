@@ -84,8 +84,8 @@ from pygpukit._array_api_sorting import (
     unique_inverse,
     unique_values,
 )
-from pygpukit._dtypes import bool_ as bool
 from pygpukit._complex import conj, imag, real
+from pygpukit._dtypes import bool_ as bool
 from pygpukit._dtypes import (
     complex64,
     complex128,
@@ -197,7 +197,8 @@ __all__ = [
     "any", "arange", "argmax", "argmin", "argsort", "asarray", "asin", "asinh", "astype", "atan",
     "atan2", "atanh", "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
     "bitwise_right_shift", "bitwise_xor", "bool", "broadcast_arrays", "broadcast_to", "can_cast",
-    "ceil", "clip", "complex64", "complex128", "concat", "conj", "copysign", "cos", "cosh", "count_nonzero",
+    "ceil", "clip", "complex64", "complex128", "concat", "conj", "copysign", "cos", "cosh",
+    "count_nonzero",
     "cumulative_prod", "cumulative_sum", "diff", "divide", "e", "empty", "empty_like", "equal",
     "exp", "expand_dims", "expm1", "eye", "finfo", "flip", "float32", "float64", "floor",
     "floor_divide", "from_dlpack", "full", "full_like", "greater", "greater_equal", "hypot",
