@@ -677,3 +677,28 @@ def _shift(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUA
 
 def _reduce(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float = 0) -> GPUArray:
     return hooks.reduce(name, x, axis, keepdims, ddof=ddof)
+
+
+def complex_pairs(x: GPUArray) -> GPUArray:
+    """Complex ``x`` of shape ``S`` as the float array of shape ``S + (2,)`` it is in memory.
+
+    Real part at ``[..., 0]``, imaginary part at ``[..., 1]``: a view (no copy) that every real
+    kernel takes.  ``S`` may have at most ``MAX_DIMS - 1`` dimensions for the kernels.
+    """
+    half = x.itemsize // 2
+    return GPUArray(x._rt, x._block, x._offset, (*x.shape, 2), (*x.strides, half),
+                    np.dtype(f"f{half}"))
+
+
+def from_pairs(f: GPUArray) -> GPUArray:
+    """A float array of shape ``S + (2,)`` as the complex array of shape ``S``.
+
+    A view when the pairs are adjacent in memory, else a view of a contiguous copy.
+    """
+    if f.ndim == 0 or f.shape[-1] != 2 or f.dtype.kind != "f" or f.itemsize not in (4, 8):
+        raise ValueError(f"expected float32/float64 pairs along a last axis of length 2; got "
+                         f"shape {f.shape} and dtype {f.dtype.name}")
+    if f.strides[-1] != f.itemsize or any(s % (2 * f.itemsize) for s in f.strides[:-1]):
+        f = f.copy()
+    return GPUArray(f._rt, f._block, f._offset, f.shape[:-1], f.strides[:-1],
+                    np.dtype(f"c{2 * f.itemsize}"))

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 
 from pygpukit import _elementwise, _layout
-from pygpukit._array import GPUArray
+from pygpukit._array import GPUArray, complex_pairs, from_pairs
 from pygpukit._dtypes import (
     bool_,
     complex64,
@@ -105,24 +105,7 @@ def _pairs_fit(*arrays: GPUArray) -> bool:
     return all(x.ndim < _layout.MAX_DIMS for x in arrays)
 
 
-def pairs(x: GPUArray) -> GPUArray:
-    """Complex ``x`` of shape ``S`` as the float array of shape ``S + (2,)`` it is in memory."""
-    half = x.itemsize // 2
-    return GPUArray(x._rt, x._block, x._offset, (*x.shape, 2), (*x.strides, half),
-                    part_dtype(x.dtype))
-
-
-def from_pairs(f: GPUArray) -> GPUArray:
-    """A float array of shape ``S + (2,)`` as the complex array of shape ``S``.
-
-    A view when the pairs are adjacent in memory, else a view of a contiguous copy.
-    """
-    if f.ndim == 0 or f.shape[-1] != 2:
-        raise ValueError(f"expected a last axis of length 2; got shape {f.shape}")
-    if f.strides[-1] != f.itemsize or any(s % (2 * f.itemsize) for s in f.strides[:-1]):
-        f = f.copy()
-    return GPUArray(f._rt, f._block, f._offset, f.shape[:-1], f.strides[:-1],
-                    complex_of(f.dtype))
+pairs = complex_pairs
 
 
 # -- copies, fills, casts (the transfer layer's complex half) --------------------------------------
