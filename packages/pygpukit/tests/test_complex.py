@@ -485,6 +485,30 @@ def test_indexing(backend: str, dtype: np.dtype[Any]) -> None:
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)
+def test_indexing_functions(backend: str, dtype: np.dtype[Any]) -> None:
+    a = crand((3, 5), dtype, 34)
+    x = gp.from_numpy(a)
+    check(gp.take(x, [4, 0, 4], axis=1), np.take(a, [4, 0, 4], axis=1))
+    check(gp.take(x, gp.from_numpy(np.array([7, 1]))), np.take(a, [7, 1]))
+    check(gp.repeat(x, [1, 0, 2], axis=0), np.repeat(a, [1, 0, 2], axis=0))
+    check(gp.repeat(x, 2), np.repeat(a, 2))
+    check(gp.compress([True, False, True], x, axis=0), np.compress([True, False, True], a, 0))
+    order = np.argsort(a.real, axis=1)
+    check(gp.take_along_axis(x, gp.from_numpy(order), 1), np.take_along_axis(a, order, 1))
+    check(gp.flip(x, 1), np.flip(a, 1))
+    check(gp.roll(x, 2, 1), np.roll(a, 2, 1))
+    check(gp.tile(x, (2, 1)), np.tile(a, (2, 1)))
+    gp.put(x, [0, 7], [1j, 2.5])
+    np.put(a, [0, 7], [1j, 2.5])
+    check(x, a)
+    t = gp.from_numpy(a).T  # strided: the coordinates path
+    gp.put(t, [1, 2], gp.from_numpy(np.array([3 - 3j, 4j], dtype)))
+    expected = a.T.copy()
+    np.put(expected, [1, 2], [3 - 3j, 4j])
+    check(t, expected)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
 def test_concatenate_stack(backend: str, dtype: np.dtype[Any]) -> None:
     a, b = crand((2, 3), dtype, 31), crand((1, 3), dtype, 32)
     check(gp.concatenate([gp.from_numpy(a), gp.from_numpy(b)]), np.concatenate([a, b]))
