@@ -268,8 +268,7 @@ def ones(shape: Any, *, dtype: Any = None, device: Any = None) -> GPUArray:
 
 
 def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None) -> GPUArray:
-    """``fill_value`` everywhere (dtype from ``fill_value``: bool, int64, float32 or
-    complex64)."""
+    """``fill_value`` everywhere (dtype from it: bool, int64, float32 or complex64)."""
     return _creation.full(shape, fill_value, dtype, device=device)
 
 
@@ -546,8 +545,7 @@ class Info:
         return [Device(i) for i in range(device_count())]
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype[Any]]:
-        """float32 for real floating (PyGPUkit's default), complex64 for complex floating, int64
-        for integral and indexing."""
+        """The defaults: float32, complex64, and int64 for integral and indexing."""
         return {"real floating": float32, "complex floating": complex64, "integral": int64,
                 "indexing": int64}
 

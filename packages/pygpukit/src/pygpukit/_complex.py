@@ -80,8 +80,7 @@ Pair: TypeAlias = "tuple[GPUArray | float | None, GPUArray | float | None]"
 
 _ORDERED = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "max",
             "min", "argmax", "argmin"}
-_NOT_YET = {"arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "asin", "acos",
-            "atan", "asinh", "acosh", "atanh"}
+_NOT_YET: set[str] = set()
 
 
 # -- dtypes and views ------------------------------------------------------------------------------
@@ -347,6 +346,15 @@ def _cexp(z: Pair) -> Pair:
     im = _mul(e, _fn("sin", y))
     if isinstance(y, GPUArray) and isinstance(im, GPUArray):  # exp(inf + 0j) = inf + 0j
         im = where(binary("equal", y, 0), y, im)
+    if isinstance(e, GPUArray) and isinstance(y, GPUArray) and isinstance(re, GPUArray) \
+            and isinstance(im, GPUArray):
+        # e^x = 0 or inf with y infinite or NaN: 0 + 0j, inf + NaN j (C99's exp)
+        unbounded = unary("logical_not", _elementwise.isfinite(y))
+        vanished = binary("logical_and", binary("equal", e, 0), unbounded)
+        zero = _array_of(0.0, re)
+        re = where(vanished, zero, re)
+        im = where(vanished, zero, im)
+        re = where(binary("logical_and", unary("isinf", e), unbounded), e, re)
     return re, im
 
 
@@ -378,16 +386,43 @@ def _sinh_cosh(x: Part) -> tuple[Part, Part]:
     return _elementwise.sinh(x), _elementwise.cosh(x)
 
 
+def _zero_wins(value: Part, *zeros: Part) -> Part:
+    """``value`` where no ``zeros`` part is exactly 0, else that (signed) zero.
+
+    A product ``f(x) g(y)`` with ``f(x) = 0`` because ``x = 0`` is 0 even where ``g(y)`` is
+    infinite or NaN (the standard's special cases of sinh, cosh, exp ...).
+    """
+    if not isinstance(value, GPUArray):
+        return value
+    for zero in zeros:
+        if isinstance(zero, GPUArray):
+            value = where(binary("equal", zero, 0), _as_part(zero, value), value)
+    return value
+
+
+def _as_part(x: GPUArray, like: GPUArray) -> GPUArray:
+    return x if x.dtype == like.dtype else x.astype(like.dtype)
+
+
 def _csinh(z: Pair) -> Pair:
     x, y = z
     sh, ch = _sinh_cosh(x)
-    return _mul(sh, _fn("cos", y)), _mul(ch, _fn("sin", y))
+    return (_zero_wins(_mul(sh, _fn("cos", y)), x),
+            _zero_wins(_mul(ch, _fn("sin", y)), y))
 
 
 def _ccosh(z: Pair) -> Pair:
     x, y = z
     sh, ch = _sinh_cosh(x)
-    return _mul(ch, _fn("cos", y)), _mul(sh, _fn("sin", y))
+    im = _mul(sh, _fn("sin", y))
+    if isinstance(im, GPUArray) and isinstance(x, GPUArray) and isinstance(y, GPUArray):
+        # cosh(0 + iy) and cosh(x + 0j) are real: a zero imaginary part, signed as x * y
+        one = _array_of(1.0, x)
+        im = where(binary("equal", x, 0),
+                   binary("multiply", _elementwise.copysign(one, y), x), im)
+        im = where(binary("equal", y, 0),
+                   binary("multiply", _elementwise.copysign(one, x), y), im)
+    return _mul(ch, _fn("cos", y)), im
 
 
 def _csin(z: Pair) -> Pair:
@@ -447,7 +482,87 @@ def _clog1p(z: Pair) -> Pair:
     """``log1p(x (2 + x) + y**2) / 2`` (accurate near 0), ``atan2(y, 1 + x)``."""
     x, y = z
     inner = _add(_mul(x, _add(x, 2.0)), _mul(y, y))
-    return _mul(_fn("log1p", inner), 0.5), _atan2(y, _add(x, 1.0))
+    re = _mul(_fn("log1p", inner), 0.5)
+    shifted = _add(x, 1.0)
+    if isinstance(re, GPUArray):  # huge |z|: log|1 + z| (the squares would overflow)
+        big = binary("greater", _hypot(x, y), 1e150 if re.dtype == float64 else 1e15)
+        re = where(big, unary("log", _hypot(shifted, y)), re)
+    return re, _atan2(y, shifted)
+
+
+def _times_i(z: Pair) -> Pair:
+    """``i z``."""
+    return _neg(z[1]), z[0]
+
+
+def _div_i(z: Pair) -> Pair:
+    """``-i z`` (``z / i``)."""
+    return z[1], _neg(z[0])
+
+
+def _casinh(z: Pair) -> Pair:
+    """``asinh``, odd: for ``re >= 0`` ``log1p(w + w**2 / (1 + sqrt(w**2 + 1)))``.
+
+    Accurate near 0; ``log(2 w)`` for large ``|w|`` (no overflow of ``w**2``).
+    """
+    x, y = z
+    assert isinstance(x, GPUArray)
+    yy = _array_of(y, x)
+    flip = _elementwise.signbit(x)
+    w: Pair = (unary("absolute", x), where(flip, unary("negative", yy), yy))
+    w2 = _cmul(w, w)
+    r = _csqrt(_pair_arrays((_add(w2[0], 1.0), w2[1]), x))
+    small = _clog1p(_cadd(w, _cdiv(w2, (_add(r[0], 1.0), r[1]))))
+    big_log = _clog(w)
+    big = binary("greater", _hypot(w[0], w[1]), 1e8 if x.dtype == float64 else 1e4)
+    re = where(big, _array_of(_add(big_log[0], math.log(2.0)), x), _array_of(small[0], x))
+    im = where(big, _array_of(big_log[1], x), _array_of(small[1], x))
+    im = where(flip, unary("negative", im), im)
+    return where(flip, unary("negative", re), re), where(binary("equal", yy, 0), yy, im)
+
+
+def _cadd(a: Pair, b: Pair) -> Pair:
+    return _add(a[0], b[0]), _add(a[1], b[1])
+
+
+def _casin(z: Pair) -> Pair:
+    """``asin(z) = -i asinh(i z)``."""
+    return _div_i(_casinh(_pair_arrays(_times_i(z), _like(z))))
+
+
+def _cacos(z: Pair) -> Pair:
+    """``acos(z) = pi/2 - asin(z)``."""
+    re, im = _casin(z)
+    return _sub(math.pi / 2, re), _neg(im)
+
+
+def _catanh(z: Pair) -> Pair:
+    """``atanh(z) = (log1p(z) - log1p(-z)) / 2`` (accurate near 0)."""
+    like = _like(z)
+    plus = _clog1p(_pair_arrays(z, like))
+    minus = _clog1p(_pair_arrays((_neg(z[0]), _neg(z[1])), like))
+    return _mul(_sub(plus[0], minus[0]), 0.5), _mul(_sub(plus[1], minus[1]), 0.5)
+
+
+def _catan(z: Pair) -> Pair:
+    """``atan(z) = -i atanh(i z)`` (real for real ``z``: the imaginary zero keeps its sign)."""
+    re, im = _div_i(_catanh(_pair_arrays(_times_i(z), _like(z))))
+    y = _array_of(z[1], _like(z))
+    return re, where(binary("equal", y, 0), y, _array_of(im, y))
+
+
+def _cacosh(z: Pair) -> Pair:
+    """``acosh(z) = log1p((z - 1) + sqrt(z - 1) sqrt(z + 1))`` (Kahan's principal branch)."""
+    like = _like(z)
+    below = _csqrt(_pair_arrays((_sub(z[0], 1.0), z[1]), like))
+    above = _csqrt(_pair_arrays((_add(z[0], 1.0), z[1]), like))
+    return _clog1p(_pair_arrays(_cadd((_sub(z[0], 1.0), z[1]), _cmul(below, above)), like))
+
+
+def _like(z: Pair) -> GPUArray:
+    like = z[0] if isinstance(z[0], GPUArray) else z[1]
+    assert isinstance(like, GPUArray)
+    return like
 
 
 def _cpow_int(z: Pair, n: int, like: GPUArray) -> Pair:
@@ -648,6 +763,8 @@ def _logical(name: str, a: Any, b: Any, out: GPUArray | None, shape: tuple[int, 
 _COMPLEX_RESULT: dict[str, Callable[[Pair], Pair]] = {
     "exp": _cexp, "log": _clog, "sqrt": _csqrt, "sin": _csin, "cos": _ccos, "tan": _ctan,
     "sinh": _csinh, "cosh": _ccosh, "tanh": _ctanh, "expm1": _cexpm1, "log1p": _clog1p,
+    "asinh": _casinh, "asin": _casin, "acos": _cacos, "atanh": _catanh, "atan": _catan,
+    "acosh": _cacosh,
 }
 
 

@@ -76,7 +76,7 @@ def _resolve(name: str, ufunc: Any, keys: tuple[Any, ...]) -> np.dtype[Any]:
 
 
 #: Functions NumPy defines for complex input that PyGPUkit does not compose (yet).
-_COMPLEX_NOT_YET = {"atan", "asin", "acos", "asinh", "acosh", "atanh"}
+_COMPLEX_NOT_YET: set[str] = set()
 
 
 def _no_complex(name: str, dtype: np.dtype[Any]) -> None:
@@ -220,6 +220,8 @@ def _atan_work(x: GPUArray) -> GPUArray:
 
 def atan(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse tangent (radians); composed (see the module's table)."""
+    if (c := _complex_unary("atan", x, out)) is not None:
+        return c
     w, result = _unary_float("atan", np.arctan, x)
     return _finish(_atan_work(w), result, out)
 
@@ -252,12 +254,16 @@ def _one_minus_x2_sqrt(x: GPUArray) -> GPUArray:
 
 def asin(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse sine (NaN outside [-1, 1]); ``atan2(x, sqrt(1 - x**2))``."""
+    if (c := _complex_unary("asin", x, out)) is not None:
+        return c
     w, result = _unary_float("asin", np.arcsin, x)
     return _finish(_atan2_work(w, _one_minus_x2_sqrt(w)), result, out)
 
 
 def acos(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse cosine (NaN outside [-1, 1]); ``atan2(sqrt(1 - x**2), x)``."""
+    if (c := _complex_unary("acos", x, out)) is not None:
+        return c
     w, result = _unary_float("acos", np.arccos, x)
     return _finish(_atan2_work(_one_minus_x2_sqrt(w), w), result, out)
 
@@ -269,6 +275,8 @@ def _large(x: GPUArray) -> float:
 
 def asinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse hyperbolic sine."""
+    if (c := _complex_unary("asinh", x, out)) is not None:
+        return c
     w, result = _unary_float("asinh", np.arcsinh, x)
     a = unary("absolute", w)
     a2 = binary("multiply", a, a)
@@ -281,6 +289,8 @@ def asinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def acosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse hyperbolic cosine (NaN below 1)."""
+    if (c := _complex_unary("acosh", x, out)) is not None:
+        return c
     w, result = _unary_float("acosh", np.arccosh, x)
     t = binary("subtract", w, 1.0)
     small = unary("log1p", binary("add", t, unary("sqrt", binary(
@@ -293,6 +303,8 @@ def acosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def atanh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])."""
+    if (c := _complex_unary("atanh", x, out)) is not None:
+        return c
     w, result = _unary_float("atanh", np.arctanh, x)
     a = unary("absolute", w)  # odd: the ratio is >= 0, where log1p keeps its accuracy
     ratio = binary("divide", binary("multiply", a, 2.0), binary("subtract", 1.0, a))
