@@ -26,14 +26,14 @@ TRANSCENDENTAL = {C64: 2e-5, C128: 1e-10, F32: 2e-5, F64: 1e-10}
 ACCUMULATED = {C64: 1e-5, C128: 1e-12, F32: 1e-5, F64: 1e-12}
 
 
-def crand(shape: tuple[int, ...], dtype: np.dtype[Any], seed: int = 0) -> np.ndarray:
+def crand(shape: tuple[int, ...], dtype: np.dtype[Any], seed: int = 0) -> Any:
     """Random complex values with parts in +-[0.25, 4) (never zero)."""
     rng = np.random.default_rng(seed)
     parts = rng.uniform(0.25, 4.0, (2, *shape)) * rng.choice([-1.0, 1.0], (2, *shape))
     return (parts[0] + 1j * parts[1]).astype(dtype)
 
 
-def check(got: gp.GPUArray, expected: np.ndarray, tol: float | None = None) -> None:
+def check(got: Any, expected: Any, tol: float | None = None) -> None:
     """Same dtype and shape as NumPy's result, values within the dtype's tolerance."""
     host = got.to_numpy()
     assert host.dtype == expected.dtype, (host.dtype, expected.dtype)
@@ -52,6 +52,7 @@ def test_names_and_dtype_normalization() -> None:
     assert gp.COMPLEX_DTYPES == (C64, C128)
     assert set(gp.ALL_DTYPES) == set(gp.SUPPORTED_DTYPES) | {C64, C128}
     assert C64 not in gp.SUPPORTED_DTYPES  # the real dtypes: the ones with kernels
+    spelling: Any
     for spelling in ("complex64", np.complex64, C64, "complex", "c8"):
         assert gp.empty(1, spelling).dtype == C64
     for spelling in ("complex128", np.complex128, "cdouble", complex):
@@ -657,3 +658,58 @@ def test_array_api_namespace(backend: str) -> None:
     check(xp.sum(z), np.asarray(np.sum(np.array([1 + 2j, -3j], C64))))
     check(xp.sum(z, dtype=xp.complex128), np.asarray(1 - 1j, C128))
     assert complex(xp.asarray(1 - 1j)) == 1 - 1j
+
+
+# -- how the compositions run ----------------------------------------------------------------------
+_RUNTIME_CALLS = ("copy", "fill", "binary", "unary", "reduce", "where", "gemm", "index_gather",
+                  "index_scatter", "scan")
+
+
+def _launches(fn: Any) -> int:
+    """Runtime calls (kernel launches on the GPU) ``fn`` makes on the CPU simulation."""
+    from pygpukit import _cpu_backend
+
+    calls = [0]
+    originals = {name: getattr(_cpu_backend.CpuRuntime, name) for name in _RUNTIME_CALLS}
+
+    def counting(original: Any) -> Any:
+        def counted(self: Any, *args: Any) -> None:
+            calls[0] += 1
+            original(self, *args)
+        return counted
+
+    try:
+        for name, original in originals.items():
+            setattr(_cpu_backend.CpuRuntime, name, counting(original))
+        fn()
+    finally:
+        for name, original in originals.items():
+            setattr(_cpu_backend.CpuRuntime, name, original)
+    return calls[0]
+
+
+def test_launch_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launches the module's table documents for the one-pass compositions."""
+    monkeypatch.setenv("PYGPUKIT_BACKEND", "cpu")
+    assert gp.backend() == "cpu"
+    a = gp.from_numpy(crand((8, 8), C64, 40))
+    b = gp.from_numpy(crand((8, 8), C64, 41))
+    r = gp.from_numpy(np.ones((8, 8), np.float32))
+    expected = {"a + b": (lambda: a + b, 1), "-a": (lambda: -a, 1), "a * r": (lambda: a * r, 1),
+                "a / 2": (lambda: a / 2, 1), "a * b": (lambda: a * b, 6),
+                "a / b": (lambda: a / b, 17), "a == b": (lambda: a == b, 3),
+                "conj": (lambda: gp.conj(a), 2), "sum": (lambda: a.sum(axis=0), 1),
+                "mean": (lambda: a.mean(), 1), "matmul": (lambda: a @ b, 10),
+                "astype": (lambda: a.astype(C128), 1)}
+    got = {label: _launches(fn) for label, (fn, _) in expected.items()}
+    assert got == {label: n for label, (_, n) in expected.items()}
+
+
+def test_runtime_refuses_complex(backend: str) -> None:
+    """The CPU runtime's kernel calls refuse complex arrays, as the kernels' dtype codes do:
+    every test here that passes on the CPU ran only real kernels."""
+    if backend != "cpu":
+        pytest.skip("the CPU simulation's check")
+    z = gp.zeros(3, C64)
+    with pytest.raises(TypeError, match="unary: not supported for complex dtype complex64"):
+        z._rt.unary(0, z, z, F32, gp.current_stream())

@@ -9,39 +9,49 @@ kernel plans (``pygpukit._array.hooks.complex``: elementwise, ``where``, reducti
 fills, casts, ``matmul``, advanced indexing); the C fast path declines them.  Both backends run
 the same compositions, so the CPU tier checks what the GPU runs.
 
-==========================  ======================================================  ========
-operation                   composed as (``a = ar + i ai``, ``b = br + i bi``)       launches
-==========================  ======================================================  ========
-``a + b``, ``a - b``        one real op on the ``(..., 2)`` float views                  1
-complex ± real / scalar     the real part's op, a copy of the imaginary part              2
-``-a``, ``a * s`` (real s)  one real op on the float view                                1
-``a * b``                   ``(ar br - ai bi, ar bi + ai br)`` into the result's parts    6
-``a / b``                   scaled by ``s = max(|br|, |bi|)`` (no overflow; as Smith's) 17
-``a ** n`` (int scalar)     binary powering by ``*`` (``1 / .`` for n < 0)          6 per step
-``a ** b``                  ``exp(b log a)``                                           ~70
-``==``, ``!=``              both parts compared, combined                                3
-``abs``, ``angle``          ``hypot(ar, ai)`` / ``atan2(ai, ar)`` (pygpukit._elementwise) ~12 / ~40
-``conj``                    copy of ``ar``, ``-ai``                                      2
-``exp`` / ``log``           ``e^ar (cos ai, sin ai)`` / ``(log|a|, angle a)``          7 / ~55
-``sqrt``                    ``t = sqrt(|ar|/2 + |a|/2)``, the halves chosen by sign     ~25
-``sin cos tan sinh cosh``   real ``sin cos sinh cosh`` of the parts                    ~30-60
-``tanh``                    Kahan's formula over ``tan(ai)``, ``sinh(ar)``              ~45
-``sum`` / ``mean``          the real reduction of the float view (pair axis kept)        1
-``prod``                    pairwise tree of complex products, ``log2(n)`` rounds    7 per round
-``var`` / ``std``           ``var(ar) + var(ai)`` (NumPy's definition: real results)     3-4
-``matmul``                  4 real GEMMs on contiguous planes, 2 combines       4 + 2 + 4 copies
-==========================  ======================================================  ========
+Launches per op (runtime calls, counted on the CPU simulation for 64x64 complex64 operands;
+each is one kernel launch on the GPU), and how each op is composed (``a = ar + i ai``):
+
+==============================  ==============================================  ========
+operation                       composed as                                     launches
+==============================  ==============================================  ========
+``a + b``, ``a - b``, ``-a``    one real op on the ``(..., 2)`` float views            1
+``a * r``, ``a / r`` (r real)   one real op, ``r`` broadcast along the pair axis       1
+``a + r``, ``a + 1j``           the real part's op, the imaginary part's copy/op       2
+``a * b``                       ``(ar br - ai bi, ar bi + ai br)`` into the parts      6
+``a / b``                       scaled by ``max(|br|, |bi|)`` (no overflow)           17
+``a ** n`` (int scalar n)       binary powering by ``*`` (``1 / .`` for n < 0)   8 (n=2)
+``a ** b``                      ``exp(b log a)``                                     100
+``==``, ``!=``                  both parts compared, combined                          3
+``conj``                        copy of ``ar``, ``-ai``                                2
+``abs`` / ``angle``             ``hypot(ar, ai)`` / ``atan2(ai, ar)``            17 / 53
+``exp`` / ``log`` / ``sqrt``    ``e^ar cis(ai)`` / ``(log|a|, angle)`` / Kahan  23/73/43
+``sin cos tan``                 ``-i sinh(i a)``, ``cosh(i a)``, ``-i tanh(i a)``  44-84
+``sinh cosh tanh``              real ``sinh cosh`` of the parts; tanh: Kahan's     43-85
+``expm1`` / ``log1p``           ``expm1(ar) cos ai - 2 sin(ai/2)**2`` / log1p     34 / 98
+``asinh asin acos acosh``       ``log1p`` forms over ``sqrt`` (accurate near 0)  260-270
+``atanh atan``                  ``(log1p(a) - log1p(-a)) / 2``                   220-230
+``sum`` / ``mean``              the real reduction of the float view                   1
+``prod``                        pairwise tree of complex products          ~6 per halving
+``var`` / ``std``               ``var(ar) + var(ai)`` (real results, NumPy's)        3-4
+``cumsum``                      the real scan of the float view                      1-3
+``matmul``                      4 real GEMMs on contiguous planes, 2 combines         10
+``astype``                      copies of the parts                                  1-2
+==============================  ==============================================  ========
 
 Computation is in the parts' dtype (float32 for complex64, float64 for complex128), as
-NumPy's complex loops.  Results agree with NumPy to a few ulp for finite values; special
-values (infinities, NaNs, division by zero) follow the formulas above rather than C99's
-Annex G in every case (e.g. ``(inf + 0j) * 2`` gives ``inf + 0j`` here, ``inf + nanj`` in
-NumPy, and a complex division by zero gives NaNs).
+NumPy's complex loops.  Results agree with NumPy to a few ulp of the part dtype for finite
+values, branch cuts included (the sign of a zero part picks the side).  The Array API
+standard's special cases (C99's Annex G) of ``exp expm1 sinh cosh tanh atanh acosh sign``
+and those the formulas give by themselves hold (``where`` passes on masks of the parts:
+several more launches); elsewhere infinities and NaNs follow the formulas (e.g.
+``(inf + 0j) * 2`` gives ``inf + 0j`` here, ``inf + nanj`` in NumPy; a complex division by
+zero gives NaNs).
 
 Not defined for complex (``TypeError`` naming the op, as NumPy or the Array API): ordering
 (``< <= > >=``, ``maximum``, ``minimum``, ``max``, ``min``, ``argmax``, ``argmin``, sorting),
-``floor_divide``, ``remainder``, bitwise ops, ``floor``/``ceil``/``trunc``, activations.
-Inverse trigonometric and hyperbolic functions raise ``NotImplementedError``.
+``floor_divide``, ``remainder``, bitwise ops, ``floor``/``ceil``/``trunc``, activations,
+``cumprod``.
 """
 
 from __future__ import annotations
@@ -80,7 +90,6 @@ Pair: TypeAlias = "tuple[GPUArray | float | None, GPUArray | float | None]"
 
 _ORDERED = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "max",
             "min", "argmax", "argmin"}
-_NOT_YET: set[str] = set()
 
 
 # -- dtypes and views ------------------------------------------------------------------------------
@@ -337,6 +346,40 @@ def _atan2(y: Part, x: Part) -> GPUArray:
     return _elementwise.atan2(_array_of(y, like), _array_of(x, like))
 
 
+# -- special values (the standard's special cases: C99's Annex G) -------------------------------
+def _isinf(v: GPUArray) -> GPUArray:
+    return unary("isinf", v)
+
+
+def _unbounded(v: GPUArray) -> GPUArray:
+    """Infinite or NaN."""
+    return unary("logical_not", _elementwise.isfinite(v))
+
+
+def _all(*masks: GPUArray) -> GPUArray:
+    result = masks[0]
+    for mask in masks[1:]:
+        result = binary("logical_and", result, mask)
+    return result
+
+
+def _signed(value: float, sign: GPUArray) -> GPUArray:
+    """``value`` with the sign (bit) of each element of ``sign``."""
+    return _elementwise.copysign(_array_of(value, sign), sign)
+
+
+def _fix(pair: Pair, like: GPUArray,
+         rules: list[tuple[GPUArray, Part | bool, Part | bool]]) -> Pair:
+    """Apply special-value rules in order: where ``mask``, the parts given (False: kept)."""
+    re, im = _array_of(pair[0], like), _array_of(pair[1], like)
+    for mask, new_re, new_im in rules:
+        if new_re is not False:
+            re = where(mask, _array_of(new_re, like), re)
+        if new_im is not False:
+            im = where(mask, _array_of(new_im, like), im)
+    return re, im
+
+
 def _cexp(z: Pair) -> Pair:
     x, y = z
     e = _fn("exp", x)
@@ -344,18 +387,15 @@ def _cexp(z: Pair) -> Pair:
         return e, None
     re = _mul(e, _fn("cos", y))
     im = _mul(e, _fn("sin", y))
-    if isinstance(y, GPUArray) and isinstance(im, GPUArray):  # exp(inf + 0j) = inf + 0j
-        im = where(binary("equal", y, 0), y, im)
-    if isinstance(e, GPUArray) and isinstance(y, GPUArray) and isinstance(re, GPUArray) \
-            and isinstance(im, GPUArray):
-        # e^x = 0 or inf with y infinite or NaN: 0 + 0j, inf + NaN j (C99's exp)
-        unbounded = unary("logical_not", _elementwise.isfinite(y))
-        vanished = binary("logical_and", binary("equal", e, 0), unbounded)
-        zero = _array_of(0.0, re)
-        re = where(vanished, zero, re)
-        im = where(vanished, zero, im)
-        re = where(binary("logical_and", unary("isinf", e), unbounded), e, re)
-    return re, im
+    if not isinstance(x, GPUArray) or not isinstance(y, GPUArray):
+        return re, im
+    # exp(x + 0j) is real; x = -inf or +inf with y infinite or NaN: 0 + 0j, inf + NaN j
+    unbounded = _all(_isinf(x), _unbounded(y))
+    return _fix((re, im), x, [
+        (binary("equal", y, 0), False, y),
+        (_all(unbounded, binary("less", x, 0)), 0.0, 0.0),
+        (_all(unbounded, binary("greater", x, 0)), x, False),
+    ])
 
 
 def _clog(z: Pair) -> Pair:
@@ -407,8 +447,10 @@ def _as_part(x: GPUArray, like: GPUArray) -> GPUArray:
 def _csinh(z: Pair) -> Pair:
     x, y = z
     sh, ch = _sinh_cosh(x)
-    return (_zero_wins(_mul(sh, _fn("cos", y)), x),
-            _zero_wins(_mul(ch, _fn("sin", y)), y))
+    pair = (_zero_wins(_mul(sh, _fn("cos", y)), x), _zero_wins(_mul(ch, _fn("sin", y)), y))
+    if not isinstance(x, GPUArray) or not isinstance(y, GPUArray):
+        return pair
+    return _fix(pair, x, [(_all(_isinf(x), _unbounded(y)), x, False)])  # +-inf + NaN j
 
 
 def _ccosh(z: Pair) -> Pair:
@@ -422,6 +464,8 @@ def _ccosh(z: Pair) -> Pair:
                    binary("multiply", _elementwise.copysign(one, y), x), im)
         im = where(binary("equal", y, 0),
                    binary("multiply", _elementwise.copysign(one, x), y), im)
+        return _fix((_mul(ch, _fn("cos", y)), im), x, [  # +inf + NaN j
+            (_all(_isinf(x), _unbounded(y)), math.inf, False)])
     return _mul(ch, _fn("cos", y)), im
 
 
@@ -459,7 +503,16 @@ def _ctanh(z: Pair) -> Pair:
     big_im = binary("multiply", binary("multiply", binary(
         "multiply", unary("sin", ya), unary("cos", ya)), 4.0),
         unary("exp", binary("multiply", unary("absolute", xa), -2.0)))
-    return where(big, big_re, re), where(big, big_im, im)
+    pair = (where(big, big_re, re), where(big, big_im, im))
+    unbounded = _unbounded(ya)
+    zero_x = binary("equal", xa, 0)
+    return _fix(pair, like, [
+        (binary("equal", ya, 0), False, ya),  # tanh(x + 0j) is real
+        (_all(zero_x, unbounded), xa, math.nan),
+        (_all(unary("logical_not", zero_x), _elementwise.isfinite(xa), unbounded), math.nan,
+         math.nan),
+        (_isinf(xa), _signed(1.0, xa), _signed(0.0, ya)),
+    ])
 
 
 def _ctan(z: Pair) -> Pair:
@@ -475,7 +528,15 @@ def _cexpm1(z: Pair) -> Pair:
     half = _fn("sin", _mul(y, 0.5))
     re = _sub(_mul(_fn("expm1", x), _fn("cos", y)), _mul(_mul(half, half), 2.0))
     im = _mul(_fn("exp", x), _fn("sin", y))
-    return re, im
+    if not isinstance(x, GPUArray) or not isinstance(y, GPUArray):
+        return re, im
+    unbounded = _all(_isinf(x), _unbounded(y))
+    return _fix((re, im), x, [
+        (binary("equal", y, 0), False, y),  # expm1(x + 0j) is real
+        (_all(binary("equal", x, 0), binary("equal", y, 0)), 0.0, False),
+        (_all(unbounded, binary("less", x, 0)), -1.0, 0.0),
+        (_all(unbounded, binary("greater", x, 0)), x, False),
+    ])
 
 
 def _clog1p(z: Pair) -> Pair:
@@ -541,7 +602,13 @@ def _catanh(z: Pair) -> Pair:
     like = _like(z)
     plus = _clog1p(_pair_arrays(z, like))
     minus = _clog1p(_pair_arrays((_neg(z[0]), _neg(z[1])), like))
-    return _mul(_sub(plus[0], minus[0]), 0.5), _mul(_sub(plus[1], minus[1]), 0.5)
+    pair = (_mul(_sub(plus[0], minus[0]), 0.5), _mul(_sub(plus[1], minus[1]), 0.5))
+    x, y = _pair_arrays(z, like)
+    infinite = binary("logical_or", _isinf(x), _isinf(y))
+    return _fix(pair, like, [  # an infinite part: +-0 + +-pi/2 j (NaN j for a NaN y)
+        (infinite, _signed(0.0, x), where(unary("isnan", y), y, _signed(math.pi / 2, y))),
+        (_all(binary("equal", x, 0), unary("isnan", y)), x, False),
+    ])
 
 
 def _catan(z: Pair) -> Pair:
@@ -556,7 +623,14 @@ def _cacosh(z: Pair) -> Pair:
     like = _like(z)
     below = _csqrt(_pair_arrays((_sub(z[0], 1.0), z[1]), like))
     above = _csqrt(_pair_arrays((_add(z[0], 1.0), z[1]), like))
-    return _clog1p(_pair_arrays(_cadd((_sub(z[0], 1.0), z[1]), _cmul(below, above)), like))
+    pair = _clog1p(_pair_arrays(_cadd((_sub(z[0], 1.0), z[1]), _cmul(below, above)), like))
+    x, y = _pair_arrays(z, like)
+    infinite = binary("logical_or", _isinf(x), _isinf(y))
+    angle = _elementwise.copysign(_elementwise.atan2(unary("absolute", y), x), y)
+    return _fix(pair, like, [  # an infinite part: +inf + the angle of (x, |y|) j
+        (infinite, math.inf, angle),
+        (_all(binary("equal", x, 0), unary("isnan", y)), False, math.pi / 2),
+    ])
 
 
 def _like(z: Pair) -> GPUArray:
@@ -567,17 +641,17 @@ def _like(z: Pair) -> GPUArray:
 
 def _cpow_int(z: Pair, n: int, like: GPUArray) -> Pair:
     """``z ** n`` by binary powering (NumPy's method for small integer exponents)."""
-    result: Pair = (1.0, None)
+    result: Pair | None = None  # one
     base = z
     k = abs(n)
     while k:
         if k & 1:
-            result = _cmul(result, base)
+            result = base if result is None else _cmul(result, base)
         k >>= 1
         if k:
             base = _cmul(base, base)
-    if not isinstance(result[0], GPUArray) and not isinstance(result[1], GPUArray):
-        result = (_array_of(result[0], like), result[1])
+    if result is None:
+        result = (_array_of(1.0, like), None)
     if n < 0:
         result = _cdiv((1.0, None), result)
     return result
@@ -717,6 +791,9 @@ def binary_op(name: str, a: Any, b: Any, out: GPUArray | None) -> GPUArray:
                                             for v in (a, b)) and _pairs_fit(a, b, target)):
         binary(name, pairs(a), pairs(b), pairs(target))  # one launch on the float views
         return _deliver(target, final)
+    scaled = _scale_by_real(name, a, b, result, target)
+    if scaled:
+        return _deliver(target, final)
     pa, pb = _operand(a, result), _operand(b, result)
     if name == "add":
         _add(pa[0], pb[0], tr)
@@ -738,7 +815,32 @@ def binary_op(name: str, a: Any, b: Any, out: GPUArray | None) -> GPUArray:
     return _deliver(target, final)
 
 
-def _pair_arrays(z: Pair, like: GPUArray) -> Pair:
+def _scale_by_real(name: str, a: Any, b: Any, result: np.dtype[Any], target: GPUArray) -> bool:
+    """``a * r``, ``r * a``, ``a / r`` for a real ``r``: one op on the float view, if it fits.
+
+    ``r`` (a real array, or a real scalar) is broadcast along the pair axis.
+    """
+    if name not in ("multiply", "divide"):
+        return False
+    operands = [(a, b)] if name == "divide" else [(a, b), (b, a)]
+    for z, r in operands:
+        if not (isinstance(z, GPUArray) and z.dtype == result and not is_complex(r)
+                and _pairs_fit(z, target)):
+            continue
+        part = part_dtype(result)
+        if isinstance(r, GPUArray):
+            if r.dtype != part:
+                r = r.astype(part)
+            r = r.expand_dims(r.ndim)  # (..., 1): broadcast along the pair axis
+        else:
+            r = float(r)
+        left, right = (pairs(z), r) if z is a or name == "multiply" else (r, pairs(z))
+        binary(name, left, right, pairs(target))
+        return True
+    return False
+
+
+def _pair_arrays(z: Pair, like: GPUArray) -> tuple[GPUArray, GPUArray]:
     """Both parts as arrays (a scalar base of ``a ** b`` with an array exponent)."""
     return _array_of(z[0], like), _array_of(z[1], like)
 
@@ -772,10 +874,6 @@ def unary_op(name: str, x: GPUArray, out: GPUArray | None) -> GPUArray:
     """Unary op ``name`` of complex ``x`` (``conjugate`` also takes real ``x``: a copy)."""
     if name == "conjugate" and x.dtype.kind != "c":
         return _finish_copy(x.copy(), out, name)
-    if name in _NOT_YET:
-        raise NotImplementedError(f"{name}: not implemented for complex dtype {x.dtype.name} "
-                                  "(complex operations are composed from real kernels; this "
-                                  "one is not yet)")
     runtime = x._rt
     if name in ("absolute", "angle"):
         re, im = parts(x)
@@ -810,8 +908,7 @@ def unary_op(name: str, x: GPUArray, out: GPUArray | None) -> GPUArray:
             magnitude = _hypot(zr, zi)
             zero = binary("equal", magnitude, 0)
             safe = where(zero, _array_of(1.0, magnitude), magnitude)
-            _div(zr, safe, tr)
-            _div(zi, safe, ti)
+            _store(_fix((_div(zr, safe), _div(zi, safe)), zr, [(zero, 0.0, 0.0)]), target)
         elif name in ("log2", "log10"):
             lre, lim = _clog(z)
             scale = math.log(2.0 if name == "log2" else 10.0)

@@ -75,14 +75,8 @@ def _resolve(name: str, ufunc: Any, keys: tuple[Any, ...]) -> np.dtype[Any]:
     return result
 
 
-#: Functions NumPy defines for complex input that PyGPUkit does not compose (yet).
-_COMPLEX_NOT_YET: set[str] = set()
-
-
 def _no_complex(name: str, dtype: np.dtype[Any]) -> None:
-    """Raise for a complex operand: NotImplementedError where NumPy has the function."""
-    if name in _COMPLEX_NOT_YET:
-        raise NotImplementedError(f"{name}: not implemented for complex dtype {dtype.name}")
+    """Raise for a complex operand of a function without a complex form (hypot, atan2 ...)."""
     raise TypeError(complex_unsupported(name, dtype))
 
 
