@@ -115,6 +115,18 @@ def test_dlpack(backend: str, dtype: np.dtype[Any]) -> None:
     np.testing.assert_array_equal(x.to_numpy(), host)
     if backend == "cpu":  # a NumPy consumer reads host memory only
         np.testing.assert_array_equal(np.from_dlpack(x), host)
+    y = gp.from_dlpack(x[:, ::2])  # on the GPU: the capsule (kDLComplex), zero-copy
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y.to_numpy(), host[:, ::2])
+
+
+def test_dlpack_complex_code() -> None:
+    from pygpukit import _dlpack
+
+    for dtype in COMPLEX:
+        code = _dlpack._dl_dtype(dtype)
+        assert (code.code, code.bits, code.lanes) == (5, 8 * dtype.itemsize, 1)  # kDLComplex
+        assert _dlpack._np_dtype(code) == dtype
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)
@@ -713,3 +725,18 @@ def test_runtime_refuses_complex(backend: str) -> None:
     z = gp.zeros(3, C64)
     with pytest.raises(TypeError, match="unary: not supported for complex dtype complex64"):
         z._rt.unary(0, z, z, F32, gp.current_stream())
+
+
+def test_sixteen_dimensions(backend: str) -> None:
+    """At the kernels' 16 dims the float views would need 17: the part-wise forms run."""
+    a = crand((1,) * 12 + (2, 2, 2, 2), C64, 42)
+    x = gp.from_numpy(a)
+    check(x + x, a + a)
+    check(x * x, a * a)
+    check(-x, -a)
+    check(x * 2.0, a * 2.0)
+    check(x.sum(axis=(3, 13)), a.sum(axis=(3, 13)), ACCUMULATED[C64])
+    check(x.T.copy(), a.T)
+    check(gp.exp(x), np.exp(a), TRANSCENDENTAL[C64])
+    with pytest.raises(NotImplementedError, match="16 dims"):
+        x[[0]]
