@@ -35,6 +35,7 @@ operation                       composed as                                     
 ``prod``                        pairwise tree of complex products          ~6 per halving
 ``var`` / ``std``               ``var(ar) + var(ai)`` (real results, NumPy's)        3-4
 ``cumsum``                      the real scan of the float view                      1-3
+``cumprod``                     parallel prefix of complex products      ~7 per doubling
 ``matmul``                      4 real GEMMs on contiguous planes, 2 combines         10
 ``astype``                      copies of the parts                                  1-2
 ==============================  ==============================================  ========
@@ -49,9 +50,9 @@ several more launches); elsewhere infinities and NaNs follow the formulas (e.g.
 zero gives NaNs).
 
 Not defined for complex (``TypeError`` naming the op, as NumPy or the Array API): ordering
-(``< <= > >=``, ``maximum``, ``minimum``, ``max``, ``min``, ``argmax``, ``argmin``, sorting),
-``floor_divide``, ``remainder``, bitwise ops, ``floor``/``ceil``/``trunc``, activations,
-``cumprod``.
+(``< <= > >=``, ``maximum``, ``minimum``, ``max``, ``min``, ``argmax``, ``argmin``, sorting;
+``unique`` orders lexicographically, as NumPy),
+``floor_divide``, ``remainder``, bitwise ops, ``floor``/``ceil``/``trunc``, activations.
 """
 
 from __future__ import annotations
@@ -1029,6 +1030,79 @@ def _prod(x: GPUArray, axes: tuple[int, ...], keepdims: bool) -> GPUArray:
     return z.reshape(final_shape)
 
 
+def cumprod(x: GPUArray, axis: int) -> GPUArray:
+    """Cumulative product of complex ``x`` along ``axis``: a parallel prefix of products.
+
+    ``ceil(log2(n))`` rounds (Hillis-Steele), each one complex product of the array with itself
+    shifted by ``d`` (6 launches) and a copy of the first ``d`` elements: element ``i`` is a
+    product tree of ``x[..., :i + 1]`` (error growing as ``log n``, not ``n``; results differ
+    from NumPy's sequential loop by rounding).
+    """
+    moved = x.swapaxes(axis, -1) if axis != x.ndim - 1 else x
+    shape = moved.shape
+    n = shape[-1] if shape else 1
+    z = astype(moved, x.dtype).reshape(-1, n) if x.size else empty_on(x._rt, shape, x.dtype)
+    if x.size:
+        d = 1
+        while d < n:
+            nxt = empty_on(x._rt, z.shape, x.dtype)
+            _cmul(parts(z[:, d:]), parts(z[:, :n - d]), parts(nxt[:, d:]))
+            copy(z[:, :d], nxt[:, :d])
+            z, d = nxt, 2 * d
+    result = z.reshape(shape)
+    return result.swapaxes(axis, -1) if axis != x.ndim - 1 else result
+
+
+def unique(x: GPUArray, return_index: bool, return_inverse: bool,
+           return_counts: bool) -> Any:
+    """NumPy's ``unique`` (``axis=None``) of complex ``x``: sorted by real, then imaginary part.
+
+    Two stable argsorts of the parts (the imaginary part first) order the elements
+    lexicographically; runs of equal elements start where either part differs.  Elements with
+    a NaN part sort last and count as one value (``equal_nan``, as the real path); ``-0`` equals
+    ``+0``.  The number of unique values is read back (the result's shape needs it).
+    """
+    from pygpukit import _sorting
+
+    flat = x.reshape(-1)
+    n = flat.size
+    runtime = x._rt
+    re, im = parts(flat)
+    nan = binary("logical_or", unary("isnan", re), unary("isnan", im))
+    missing = _array_of(math.nan, re)
+    by_im = _sorting.argsort(where(nan, missing, im), kind="stable")
+    re_key = where(nan, missing, re)
+    perm = by_im[_sorting.argsort(re_key[by_im], kind="stable")] if n else by_im
+    ordered = flat[perm] if n else flat
+    flags = empty_on(runtime, (n,), bool_)
+    if n:
+        fill(flags[:1], True)
+    if n > 1:
+        sr, si = parts(ordered)
+        snan = nan[perm]
+        differ = binary("logical_or", binary("not_equal", sr[1:], sr[:-1]),
+                        binary("not_equal", si[1:], si[:-1]))
+        both_nan = binary("logical_and", snan[1:], snan[:-1])
+        binary("logical_and", differ, unary("logical_not", both_nan), flags[1:])
+    starts = flags.nonzero()[0]
+    results: list[GPUArray] = [ordered[starts] if n else ordered]
+    if return_index:
+        results.append(perm[starts] if n else starts)
+    if return_inverse:
+        inverse = empty_on(runtime, (n,), np.dtype(np.int64))
+        if n:
+            groups = binary("subtract", _sorting.cumsum(flags), 1)
+            inverse[perm] = groups
+        results.append(inverse.reshape(x.shape))
+    if return_counts:
+        k = starts.shape[0]
+        bounds = empty_on(runtime, (k + 1,), np.dtype(np.int64))
+        copy_into(starts, bounds[:k])
+        fill(bounds[k:], n)
+        results.append(binary("subtract", bounds[1:], bounds[:-1]))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
 # -- products --------------------------------------------------------------------------------------
 def matmul_op(a: GPUArray, b: GPUArray, out: GPUArray | None, precision: str) -> GPUArray:
     """``a @ b`` with a complex operand: real GEMMs on contiguous real / imaginary planes.
@@ -1137,6 +1211,8 @@ class _Ops:
     setitem = staticmethod(setitem)
     nonzero = staticmethod(nonzero)
     imag = staticmethod(imag_of_real)
+    cumprod = staticmethod(cumprod)
+    unique = staticmethod(unique)
 
 
 #: Installed as ``_array.hooks.complex`` by ``pygpukit._ops``.

@@ -48,7 +48,7 @@ _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
 
 #: What orders its input: no complex form (complex numbers are not ordered).
-_ORDERED = {"sort", "argsort", "topk", "searchsorted", "unique", "histogram", "cumprod"}
+_ORDERED = {"sort", "argsort", "topk", "searchsorted", "histogram"}
 
 
 def _array(name: str, x: Any, what: str = "x") -> GPUArray:
@@ -271,15 +271,15 @@ def _scan_dtypes(name: str, x: GPUArray, dtype: Any) -> tuple[np.dtype[Any], np.
 def _scan(name: str, op: ScanOp, x: Any, axis: Any, dtype: Any) -> GPUArray:
     array = _array(name, x)
     result_dtype, acc = _scan_dtypes(name, array, dtype)
-    if result_dtype.kind == "c":  # a complex cumsum: the float view's, the pair axis kept
-        if name != "cumsum":
-            raise TypeError(complex_unsupported(name, result_dtype))
+    if result_dtype.kind == "c":  # composed from the real kernels (pygpukit._complex)
         if axis is None or array.ndim == 0:
             array = array.reshape(-1)
         ax = 0 if axis is None else _axis(name, axis, array.ndim)
         if array.dtype != result_dtype:
             array = array.astype(result_dtype)
-        return from_pairs(_scan(name, op, complex_pairs(array), ax, None))
+        if name == "cumprod":  # a parallel prefix of complex products
+            return hooks.complex.cumprod(array, ax)
+        return from_pairs(_scan(name, op, complex_pairs(array), ax, None))  # the float view's
     if axis is None or array.ndim == 0:  # NumPy scans a 0-d array as one element
         array = _contiguous(array).reshape(-1)
     ax = 0 if axis is None else _axis(name, axis, array.ndim)
@@ -462,6 +462,8 @@ def unique(x: GPUArray, return_index: bool = False, return_inverse: bool = False
         raise ValueError("unique: only axis=None is supported")
     if not equal_nan:
         raise ValueError("unique: only equal_nan=True is supported")
+    if array.dtype.kind == "c":  # lexicographic: composed (pygpukit._complex)
+        return hooks.complex.unique(array, return_index, return_inverse, return_counts)
     runtime = array._rt
     flat = _contiguous(array).reshape(1, -1)
     n = flat.shape[1]
