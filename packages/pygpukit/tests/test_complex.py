@@ -498,13 +498,22 @@ def test_dot_vdot_vecdot(backend: str) -> None:
     check(gp.vdot(ga, gb), np.asarray(np.vdot(a, b)), 1e-12)  # conjugates a
     check(gp.dot(ga, gb), np.asarray(np.dot(a, b)), 1e-12)
     m, n = crand((3, 6), C128, 27), crand((6, 2), C128, 28)
+    xp = gp.array_api
     check(gp.dot(gp.from_numpy(m), gp.from_numpy(n)), np.dot(m, n), 1e-12)
     check(gp.tensordot(gp.from_numpy(m), gp.from_numpy(n), 1), np.tensordot(m, n, 1), 1e-12)
-    xp = gp.array_api
     expected = np.sum(np.conj(m) * a, axis=-1)  # the standard's vecdot conjugates x1
     check(xp.vecdot(gp.from_numpy(m), ga), expected, 1e-12)
     check(gp.einsum("ij,jk->ik", gp.from_numpy(m), gp.from_numpy(n)),
           np.einsum("ij,jk->ik", m, n), 1e-12)
+    check(gp.outer(ga, gb), np.outer(a, b), 1e-12)
+    check(gp.trace(gp.from_numpy(m[:, :3])), np.asarray(np.trace(m[:, :3])), 1e-12)
+    for ord_ in (None, 1, 2, np.inf, -np.inf, 0, 3):
+        check(gp.linalg.norm(ga, ord_), np.asarray(np.linalg.norm(a, ord_)), 1e-12)
+    for ord_ in (None, "fro", 1, np.inf):
+        check(gp.linalg.norm(gp.from_numpy(m), ord_), np.asarray(np.linalg.norm(m, ord_)),
+              1e-12)
+    check(gp.linalg.vector_norm(gp.from_numpy(m), axis=1), np.linalg.vector_norm(m, axis=1),
+          1e-12)
 
 
 # -- indexing and joins ----------------------------------------------------------------------------
@@ -557,6 +566,18 @@ def test_indexing_functions(backend: str, dtype: np.dtype[Any]) -> None:
     gp.put(x, [0, 7], [1j, 2.5])
     np.put(a, [0, 7], [1j, 2.5])
     check(x, a)
+    idx = np.array([0, 2, 0, 0])
+    gp.add_at(x, gp.from_numpy(idx), gp.from_numpy(crand((4, 5), dtype, 37)))
+    np.add.at(a, idx, crand((4, 5), dtype, 37))
+    check(x, a, ACCUMULATED[dtype])
+    gp.add_at(x, (idx, 1), 1 - 2j)
+    np.add.at(a, (idx, 1), 1 - 2j)
+    check(x, a, ACCUMULATED[dtype])
+    gp.index_add(x, 1, [4, 4], gp.from_numpy(np.ones((3, 2), np.float32)))
+    a[:, 4] += 2
+    check(x, a, ACCUMULATED[dtype])
+    with pytest.raises(TypeError, match="same_kind"):
+        gp.add_at(gp.zeros(3), [0], gp.from_numpy(np.ones(1, dtype)))
     t = gp.from_numpy(a).T  # strided: the coordinates path
     gp.put(t, [1, 2], gp.from_numpy(np.array([3 - 3j, 4j], dtype)))
     expected = a.T.copy()
@@ -626,8 +647,15 @@ def test_unsupported_raise_naming_the_op(backend: str) -> None:
             getattr(gp, name)(z)
     with pytest.raises(TypeError, match="hypot"):
         gp.hypot(z, z)
-    with pytest.raises(TypeError, match="complex"):
-        gp.sort(z)
+    for fn, name in ((gp.sort, "sort"), (gp.argsort, "argsort"), (gp.topk, "topk")):
+        with pytest.raises(TypeError, match=f"{name}: not supported for complex"):
+            fn(z) if name != "topk" else fn(z, 1)
+    with pytest.raises(TypeError, match="bincount: not supported for complex"):
+        gp.bincount(gp.from_numpy(np.array([0, 1, 1])), weights=z)
+    with pytest.raises(TypeError, match="histogram: not supported for complex"):
+        gp.histogram(gp.ones(3), weights=z)
+    with pytest.raises(TypeError, match="searchsorted: not supported for complex"):
+        gp.searchsorted(z, z)
     with pytest.raises(TypeError, match="complex"):
         gp.random.default_rng(0).random(3, dtype=gp.complex64)
 

@@ -120,7 +120,9 @@ def complex_unsupported(what: str, dtype: np.dtype[Any]) -> str:
 
 def is_complex(value: object) -> bool:
     """Whether ``value`` is a complex dtype, a complex scalar or an array of a complex dtype."""
-    dtype = getattr(value, "dtype", value)
+    if isinstance(value, np.dtype):
+        return value.kind == "c"
+    dtype = getattr(value, "dtype", None)  # GPUArray, NumPy scalars and arrays
     if isinstance(dtype, np.dtype):
         return dtype.kind == "c"
     return isinstance(value, complex)

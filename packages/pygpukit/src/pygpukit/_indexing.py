@@ -920,6 +920,10 @@ def add_at(x: GPUArray, indices: Any, values: Any) -> None:
     _require_array(x, "add_at", "x")
     _check_add_cast(x.dtype, values)
     key = indices if isinstance(indices, tuple) else (indices,)
+    if x.dtype.kind == "c":  # the float view's scatter-add, the pair axis a trailing slice
+        _complex_fits(x, "add_at")
+        add_at(complex_pairs(x), (*key, slice(None)), complex_pairs(_as_complex(x, values)))
+        return
     if x.dtype not in _ADD_COMPUTE:
         compute = np.dtype(np.float32) if x.dtype.kind == "f" else _INT64
         staged = x.astype(compute)
@@ -944,11 +948,24 @@ def add_at(x: GPUArray, indices: Any, values: Any) -> None:
     _raise_recorded(prepared, error)
 
 
+def _as_complex(x: GPUArray, values: Any) -> GPUArray:
+    """``values`` as a complex GPUArray of ``x``'s dtype on ``x``'s device."""
+    if isinstance(values, GPUArray):
+        check_same_device(x, values, op="add_at")
+        return values if values.dtype == x.dtype else values.astype(x.dtype)
+    host = np.asarray(values).astype(x.dtype)
+    if host.ndim == 0:  # a scalar: filled on the device (no upload)
+        out = empty_on(x._rt, (), x.dtype)
+        out[...] = complex(host)
+        return out
+    return upload(x._rt, host)
+
+
 def _check_add_cast(dtype: np.dtype[Any], values: Any) -> None:
     """TypeError unless NumPy's ``add`` of ``values`` into ``dtype`` casts ``same_kind``."""
     if isinstance(values, GPUArray):
         operand: Any = values.dtype
-    elif isinstance(values, (bool, int, float)):
+    elif isinstance(values, (bool, int, float, complex)):
         operand = values  # a weak Python scalar (NEP 50)
     else:
         operand = np.asarray(values).dtype

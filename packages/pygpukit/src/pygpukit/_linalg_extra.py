@@ -297,7 +297,12 @@ def vecdot(x1: GPUArray, x2: GPUArray, /, *, axis: int = -1) -> GPUArray:
 
 # -- norms -----------------------------------------------------------------------------------------
 def _float_of(x: GPUArray) -> GPUArray:
-    """Floats as they are (half types in float32); integers and bool in float64."""
+    """Floats as they are (half types in float32); integers and bool in float64.
+
+    Complex arrays as their magnitudes ``|x|``: every norm of ``x`` is that norm of ``|x|``.
+    """
+    if x.dtype.kind == "c":
+        return unary("absolute", x)
     if x.dtype in (float16, bfloat16):
         return x.astype(float32)
     return x if x.dtype.kind == "f" else x.astype(float64)

@@ -47,14 +47,15 @@ _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 # -- argument checks ----------------------------------------------------------------------------
 
 
-#: What orders its input: no complex form (complex numbers are not ordered).
-_ORDERED = {"sort", "argsort", "topk", "searchsorted", "histogram"}
+#: No complex form: what orders its input (complex numbers are not ordered), and the weights
+#: of ``bincount`` / ``histogram`` (summed in float64).
+_NO_COMPLEX = {"sort", "argsort", "topk", "searchsorted", "histogram", "bincount"}
 
 
 def _array(name: str, x: Any, what: str = "x") -> GPUArray:
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: {what} must be a GPUArray; got {type(x).__name__}")
-    if x.dtype.kind == "c" and name in _ORDERED:
+    if x.dtype.kind == "c" and name in _NO_COMPLEX:
         raise TypeError(complex_unsupported(name, x.dtype))
     return x
 
