@@ -675,6 +675,31 @@ def test_fast_path_declines_complex(backend: str) -> None:
         assert _fastpath.planner(int(kind), name, rt, *keys) is None
 
 
+def test_small_array_plans_decline_complex() -> None:
+    """The GPU's small-array plans (pygpukit._small, taken before any routing) make none for a
+    complex operand, so complex operands always reach the compositions (the CPU simulation
+    has no small launchers, so this is checked on the plans directly)."""
+    from pygpukit import _small
+    from pygpukit._optable import BINARY, REDUCE, UNARY
+
+    for spec in BINARY:
+        for keys in ((C64, C64), (C128, F32), (F64, C64), (C64, complex), (complex, F32)):
+            assert _small._binary_plan(spec.name, *keys) is None, (spec.name, keys)
+            assert _fastpath.planner(int(_fastpath.Kind.BINARY), spec.name, None, *keys,
+                                     None) is None
+    for uspec in UNARY:
+        for dtype in COMPLEX:
+            assert _small._unary_plan(uspec.name, dtype) is None, uspec.name
+            assert _fastpath.planner(int(_fastpath.Kind.UNARY), uspec.name, None, dtype, None,
+                                     None) is None
+    for rspec in REDUCE:
+        for dtype in COMPLEX:
+            assert _fastpath.planner(int(_fastpath.Kind.REDUCE), rspec.name, None, dtype, None,
+                                     None) is None
+    for keys in ((np.dtype(bool), C64, F32), (C64, F32, F32), (np.dtype(bool), complex, float)):
+        assert _small._where_plan(*keys) is None, keys
+
+
 # -- NumPy's protocols and the Array API namespace -------------------------------------------------
 def test_numpy_protocols(backend: str) -> None:
     a = crand((3, 4), C64, 33)
