@@ -203,7 +203,8 @@ def _parse(a: GPUArray, key: Any) -> _Parsed:
                 entries.append((view_dim, src, taken))
             else:
                 for d, size in enumerate(mask.shape):
-                    if size != a.shape[src + d]:
+                    # NumPy takes an empty mask along any axis (it selects nothing)
+                    if size != a.shape[src + d] and math.prod(mask.shape) != 0:
                         raise IndexError(
                             f"boolean index did not match indexed array along axis {src + d}; "
                             f"size of axis is {a.shape[src + d]} but size of corresponding "
