@@ -24,9 +24,9 @@ def test_namespace_and_info(backend: str) -> None:
     assert info.default_device() == x.device
     assert x.device in info.devices()
     assert info.default_dtypes() == {"real floating": xp.float32, "integral": xp.int64,
-                                     "indexing": xp.int64}
+                                     "indexing": xp.int64, "complex floating": xp.complex64}
     assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "int64", "uint8",
-                                  "float32", "float64"}
+                                  "float32", "float64", "complex64", "complex128"}
     assert set(info.dtypes(kind="real floating")) == {"float32", "float64"}
     assert set(info.dtypes(kind=("bool", "unsigned integer"))) == {"bool", "uint8"}
     assert info.capabilities()["max dimensions"] == 16

@@ -661,3 +661,17 @@ def test_index_array_that_is_also_the_target(backend: str) -> None:
     expected = np.array([1, 0, 2], np.int64)
     np.add.at(expected, expected.copy(), 10)
     np.testing.assert_array_equal(arr.to_numpy(), expected)
+
+
+@pytest.mark.parametrize("shape,mask_shape", [((1,), (0,)), ((2,), (0,)), ((2, 3), (0,)),
+                                              ((2, 3), (0, 3))])
+def test_empty_mask_on_any_axis(backend: str, shape: tuple[int, ...],
+                                mask_shape: tuple[int, ...]) -> None:
+    """NumPy takes an empty boolean mask along an axis of any size (it selects nothing)."""
+    host = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    mask = np.zeros(mask_shape, bool)
+    x = gp.from_numpy(host)
+    got = x[gp.from_numpy(mask)]
+    assert got.shape == host[mask].shape
+    x[gp.from_numpy(mask)] = 5.0
+    np.testing.assert_array_equal(x.to_numpy(), host)

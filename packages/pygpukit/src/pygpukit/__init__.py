@@ -46,9 +46,13 @@ from pygpukit._creation import (  # noqa: E402
 from pygpukit._device import Device, device_count, synchronize  # noqa: E402
 from pygpukit._dlpack import from_dlpack  # noqa: E402
 from pygpukit._dtypes import (  # noqa: E402
+    ALL_DTYPES,
+    COMPLEX_DTYPES,
     SUPPORTED_DTYPES,
     bfloat16,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -142,6 +146,7 @@ from pygpukit._array_api import (  # noqa: E402
     result_type,
     unstack,
 )
+from pygpukit._complex import angle, conj, conjugate, imag, iscomplexobj, real  # noqa: E402
 from pygpukit._einsum import einsum  # noqa: E402
 from pygpukit._elementwise import *  # noqa: E402,F403
 from pygpukit._linalg_extra import *  # noqa: E402,F403
@@ -170,7 +175,8 @@ __all__ = [
     "__array_namespace_info__", "array_api", "broadcast_arrays", "broadcast_to", "can_cast",
     "concat", "count_nonzero", "einsum", "finfo", "iinfo", "isdtype", "linalg", "meshgrid",
     "moveaxis", "permute_dims", "result_type", "unstack",
-    "SUPPORTED_DTYPES",
+    "SUPPORTED_DTYPES", "COMPLEX_DTYPES", "ALL_DTYPES", "complex64", "complex128",
+    "angle", "conj", "conjugate", "imag", "iscomplexobj", "real",
     "AdmissionError",
     "BackendUnavailableError",
     "BoundLaunch",

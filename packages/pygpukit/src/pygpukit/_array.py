@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -16,6 +16,33 @@ if TYPE_CHECKING:
     from pygpukit._backend import Runtime
     from pygpukit._device import Device
     from pygpukit._stream import Stream
+
+
+class ComplexOps(Protocol):
+    """Complex dtypes' operations, composed from the real kernels (``pygpukit._complex``).
+
+    The single place where complex operands leave the real path: the elementwise, reduction,
+    copy, fill, cast, product and advanced indexing functions hand them here before anything
+    reaches the op table's kernel plans, so no kernel ever sees a complex dtype.
+    """
+
+    def binary(self, name: str, a: Any, b: Any, out: GPUArray | None) -> GPUArray: ...
+    def unary(self, name: str, x: GPUArray, out: GPUArray | None) -> GPUArray: ...
+    def where(self, cond: GPUArray, a: Any, b: Any, out: GPUArray | None) -> GPUArray: ...
+    def reduce(self, name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float,
+               out: GPUArray | None) -> GPUArray: ...
+    def copy(self, src: GPUArray, dst: GPUArray) -> None: ...
+    def fill(self, dst: GPUArray, value: Any) -> None: ...
+    def astype(self, x: GPUArray, dtype: np.dtype[Any]) -> GPUArray: ...
+    def matmul(self, a: GPUArray, b: GPUArray, out: GPUArray | None,
+               precision: str) -> GPUArray: ...
+    def getitem(self, x: GPUArray, key: Any) -> GPUArray: ...
+    def setitem(self, x: GPUArray, key: Any, value: Any) -> None: ...
+    def nonzero(self, x: GPUArray) -> tuple[GPUArray, ...]: ...
+    def imag(self, x: GPUArray) -> GPUArray: ...
+    def cumprod(self, x: GPUArray, axis: int) -> GPUArray: ...
+    def unique(self, x: GPUArray, return_index: bool, return_inverse: bool,
+               return_counts: bool) -> Any: ...
 
 
 class _Hooks:
@@ -53,6 +80,7 @@ class _Hooks:
     array_function: Callable[..., Any]
     array_namespace: Callable[[GPUArray, str | None], Any]
     shift: Callable[[str, Any, Any, GPUArray | None], GPUArray]  # by pygpukit._elementwise
+    complex: ComplexOps  # by pygpukit._complex
 
 
 hooks = _Hooks()
@@ -158,6 +186,8 @@ class GPUArray:
         try:
             shape, strides, offset = _layout.index_view(self.shape, self.strides, key)
         except _layout.AdvancedIndex:  # integer arrays, masks: a gather (a new array)
+            if self.dtype.kind == "c":
+                return hooks.complex.getitem(self, key)
             return hooks.getitem(self, key)
         return self._view(shape, strides, offset)
 
@@ -165,12 +195,17 @@ class GPUArray:
         try:
             shape, strides, offset = _layout.index_view(self.shape, self.strides, key)
         except _layout.AdvancedIndex:  # integer arrays, masks: a scatter
-            hooks.setitem(self, key, value)
+            if self.dtype.kind == "c":
+                hooks.complex.setitem(self, key, value)
+            else:
+                hooks.setitem(self, key, value)
             return
         hooks.assign(self._view(shape, strides, offset), value)
 
     def nonzero(self) -> tuple[GPUArray, ...]:
         """Indices of the non-zero elements, one int64 array per dimension (as NumPy)."""
+        if self.dtype.kind == "c":
+            return hooks.complex.nonzero(self)
         return hooks.nonzero(self)
 
     def reshape(self, *shape: Any) -> GPUArray:
@@ -245,6 +280,38 @@ class GPUArray:
         new_shape = tuple(1 if i in where else next(shape) for i in range(ndim))
         new_strides = tuple(0 if i in where else next(strides) for i in range(ndim))
         return self._view(_layout.as_shape(new_shape), new_strides)
+
+    # -- complex parts -------------------------------------------------------------------------
+    @property
+    def real(self) -> GPUArray:
+        """The real part.
+
+        For a complex dtype a view of the same memory (writable, as NumPy's ``.real``) with
+        the float dtype of its parts; for a real dtype the array itself.
+        """
+        if self.dtype.kind != "c":
+            return self
+        part = np.dtype(f"f{self.itemsize // 2}")
+        return GPUArray(self._rt, self._block, self._offset, self.shape, self.strides, part)
+
+    @property
+    def imag(self) -> GPUArray:
+        """The imaginary part.
+
+        For a complex dtype a view of the same memory (writable); for a real dtype a new array
+        of zeros of the same dtype (NumPy gives a read-only one).
+        """
+        if self.dtype.kind != "c":
+            return hooks.complex.imag(self)
+        half = self.itemsize // 2
+        return GPUArray(self._rt, self._block, self._offset + half, self.shape, self.strides,
+                        np.dtype(f"f{half}"))
+
+    def conj(self) -> GPUArray:
+        """The complex conjugate (a new array; a copy for real dtypes)."""
+        return hooks.complex.unary("conjugate", self, None)
+
+    conjugate = conj
 
     # -- data ----------------------------------------------------------------------------------
     def astype(self, dtype: Any, *, copy: bool = True) -> GPUArray:
@@ -605,7 +672,7 @@ class GPUArray:
         return str(self.to_numpy())
 
 
-_OPERAND_TYPES = (GPUArray, bool, int, float, np.generic)
+_OPERAND_TYPES = (GPUArray, bool, int, float, complex, np.generic)
 # The dtypes whose ``x ** 2`` (Python int / float 2) keeps the dtype, so is ``square(x)``.
 _SQUARE_FLOAT = frozenset((_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64))
 _SQUARE_INT_OR_FLOAT = _SQUARE_FLOAT | frozenset(
@@ -636,3 +703,28 @@ def _shift(name: str, a: object, b: object, out: GPUArray | None = None) -> GPUA
 
 def _reduce(name: str, x: GPUArray, axis: Any, keepdims: bool, ddof: float = 0) -> GPUArray:
     return hooks.reduce(name, x, axis, keepdims, ddof=ddof)
+
+
+def complex_pairs(x: GPUArray) -> GPUArray:
+    """Complex ``x`` of shape ``S`` as the float array of shape ``S + (2,)`` it is in memory.
+
+    Real part at ``[..., 0]``, imaginary part at ``[..., 1]``: a view (no copy) that every real
+    kernel takes.  ``S`` may have at most ``MAX_DIMS - 1`` dimensions for the kernels.
+    """
+    half = x.itemsize // 2
+    return GPUArray(x._rt, x._block, x._offset, (*x.shape, 2), (*x.strides, half),
+                    np.dtype(f"f{half}"))
+
+
+def from_pairs(f: GPUArray) -> GPUArray:
+    """A float array of shape ``S + (2,)`` as the complex array of shape ``S``.
+
+    A view when the pairs are adjacent in memory, else a view of a contiguous copy.
+    """
+    if f.ndim == 0 or f.shape[-1] != 2 or f.dtype.kind != "f" or f.itemsize not in (4, 8):
+        raise ValueError(f"expected float32/float64 pairs along a last axis of length 2; got "
+                         f"shape {f.shape} and dtype {f.dtype.name}")
+    if f.strides[-1] != f.itemsize or any(s % (2 * f.itemsize) for s in f.strides[:-1]):
+        f = f.copy()
+    return GPUArray(f._rt, f._block, f._offset, f.shape[:-1], f.strides[:-1],
+                    np.dtype(f"c{2 * f.itemsize}"))

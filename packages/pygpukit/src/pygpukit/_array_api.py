@@ -24,9 +24,11 @@ from pygpukit import _creation, _layout
 from pygpukit._array import GPUArray
 from pygpukit._device import Device, device_count, runtime_for
 from pygpukit._dtypes import (
-    SUPPORTED_DTYPES,
+    ALL_DTYPES,
     bfloat16,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -44,11 +46,13 @@ from pygpukit._transfer import copy_into, empty_on
 
 __array_api_version__ = "2024.12"
 
-#: The standard's dtypes PyGPUkit holds (no uint16/32/64, no complex); float16 and bfloat16
-#: work with every function too but are not the standard's.
+#: The standard's dtypes PyGPUkit holds (no uint16/32/64; complex64 / complex128 composed
+#: from the real kernels, pygpukit._complex); float16 and bfloat16 work with every function
+#: too but are not the standard's.
 STANDARD_DTYPES: dict[str, np.dtype[Any]] = {
     "bool": bool_, "int8": int8, "int16": int16, "int32": int32, "int64": int64,
-    "uint8": uint8, "float32": float32, "float64": float64,
+    "uint8": uint8, "float32": float32, "float64": float64, "complex64": complex64,
+    "complex128": complex128,
 }
 
 _KINDS: dict[str, tuple[np.dtype[Any], ...]] = {
@@ -57,8 +61,9 @@ _KINDS: dict[str, tuple[np.dtype[Any], ...]] = {
     "unsigned integer": (uint8,),
     "integral": (int8, int16, int32, int64, uint8),
     "real floating": (float16, bfloat16, float32, float64),
-    "complex floating": (),
-    "numeric": (int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64),
+    "complex floating": (complex64, complex128),
+    "numeric": (int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64,
+                complex64, complex128),
 }
 
 
@@ -76,7 +81,7 @@ def isdtype(dtype: Any, kind: Any) -> bool:
     ``"integral"``, ``"real floating"``, ``"complex floating"``, ``"numeric"``), a dtype, or a
     tuple of those.
     """
-    if not isinstance(dtype, np.dtype) or dtype not in SUPPORTED_DTYPES:
+    if not isinstance(dtype, np.dtype) or dtype not in ALL_DTYPES:
         raise TypeError(f"isdtype: dtype must be a dtype of PyGPUkit; got {dtype!r}")
     kinds = kind if isinstance(kind, tuple) else (kind,)
     for k in kinds:
@@ -100,7 +105,7 @@ def _promote(a: Any, b: Any) -> np.dtype[Any]:
     try:
         return np.dtype(np.result_type(a, b))
     except TypeError:
-        key = type(b) if isinstance(b, (bool, int, float)) else b
+        key = type(b) if isinstance(b, (bool, int, float, complex)) else b
         return np.dtype(np.multiply.resolve_dtypes((a, key, None))[-1])
 
 
@@ -111,10 +116,8 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype[Any]:
     for item in arrays_and_dtypes:
         if isinstance(item, GPUArray):
             dtypes.append(item.dtype)
-        elif isinstance(item, (bool, int, float)):
+        elif isinstance(item, (bool, int, float, complex)):
             scalars.append(item)
-        elif isinstance(item, complex):
-            raise TypeError("result_type: PyGPUkit holds no complex dtypes")
         else:
             dtypes.append(normalize_dtype(item, argument="arrays_and_dtypes"))
     if not dtypes:
@@ -128,7 +131,7 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype[Any]:
     except TypeError:
         names = ", ".join(d.name for d in dtypes)
         raise TypeError(f"result_type: no common dtype for {names}") from None
-    if result not in SUPPORTED_DTYPES:
+    if result not in ALL_DTYPES:
         raise TypeError(f"result_type: the promoted dtype {result.name} is not one PyGPUkit "
                         "holds")
     return result
@@ -164,8 +167,14 @@ class iinfo_object:  # noqa: N801 (the standard's name)
 
 
 def finfo(type: Any, /) -> finfo_object:
-    """Machine limits of a floating dtype (or of an array's dtype)."""
+    """Machine limits of a floating dtype (or of an array's dtype).
+
+    For a complex dtype, those of its parts' real dtype (``dtype`` is float32 for complex64),
+    as the standard says.
+    """
     dtype = _dtype_of(type, "type")
+    if dtype.kind == "c":
+        dtype = float64 if dtype == complex128 else float32
     if dtype == bfloat16:
         info: Any = ml_dtypes.finfo(bfloat16)  # type: ignore[no-untyped-call]
     elif dtype.kind == "f":
@@ -259,9 +268,7 @@ def ones(shape: Any, *, dtype: Any = None, device: Any = None) -> GPUArray:
 
 
 def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None) -> GPUArray:
-    """``fill_value`` everywhere (dtype from ``fill_value``: bool, int64 or float32)."""
-    if isinstance(fill_value, complex):
-        raise TypeError("full: PyGPUkit holds no complex dtypes")
+    """``fill_value`` everywhere (dtype from it: bool, int64, float32 or complex64)."""
     return _creation.full(shape, fill_value, dtype, device=device)
 
 
@@ -303,11 +310,9 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     return _creation.eye(n_rows, n_cols, k, _float_default(dtype), device=device)
 
 
-def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None, device: Any = None,
-             endpoint: bool = True) -> GPUArray:
-    """``num`` evenly spaced values from ``start`` to ``stop``."""
-    if isinstance(start, complex) or isinstance(stop, complex):
-        raise TypeError("linspace: PyGPUkit holds no complex dtypes")
+def linspace(start: float | complex, stop: float | complex, /, num: int, *,
+             dtype: Any = None, device: Any = None, endpoint: bool = True) -> GPUArray:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (complex: each part spaced)."""
     return _creation.linspace(start, stop, num, endpoint, dtype, device=device)
 
 
@@ -540,8 +545,9 @@ class Info:
         return [Device(i) for i in range(device_count())]
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype[Any]]:
-        """float32 for real floating (PyGPUkit's default), int64 for integral and indexing."""
-        return {"real floating": float32, "integral": int64, "indexing": int64}
+        """The defaults: float32, complex64, and int64 for integral and indexing."""
+        return {"real floating": float32, "complex floating": complex64, "integral": int64,
+                "indexing": int64}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, np.dtype[Any]]:
         """The standard's dtypes PyGPUkit holds, optionally only those of ``kind``."""

@@ -18,6 +18,7 @@ import numpy as np
 from pygpukit import _cpu_indexing, _philox
 from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
+from pygpukit._dtypes import complex_unsupported
 from pygpukit._optable import BINARY, REDUCE, UNARY
 from pygpukit._stream import Stream
 from pygpukit_kernels import Activation, NormOp, ScanOp, SortFlag, UnaryOp
@@ -112,10 +113,16 @@ _ACTIVATIONS: dict[int, Any] = {
 def _recordable(method: Callable[..., None]) -> Callable[..., None]:
     """Run the call now, or, while a graph is captured on its stream, record it for replays.
 
-    Every such method takes the stream last.
+    Every such method takes the stream last.  Like the kernels they stand for, none takes a
+    complex array (``kernel_code`` refuses them on the GPU): complex operations are composed
+    from real ones above the runtime, and this check keeps the simulation as strict.
     """
     @functools.wraps(method)
     def run(self: CpuRuntime, *args: Any) -> None:
+        for arg in args:
+            dtype = getattr(arg, "dtype", None)
+            if isinstance(dtype, np.dtype) and dtype.kind == "c":
+                raise TypeError(complex_unsupported(method.__name__, dtype))
         recorded = args[-1]._recorded
         if recorded is not None:
             recorded.append((method, self, args))

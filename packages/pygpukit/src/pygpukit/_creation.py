@@ -11,7 +11,7 @@ import numpy as np
 from pygpukit import _layout
 from pygpukit._array import GPUArray
 from pygpukit._device import runtime_for
-from pygpukit._dtypes import default_dtype_for, float32, normalize_dtype
+from pygpukit._dtypes import complex64, complex128, default_dtype_for, float32, normalize_dtype
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import copy_into, empty_on, fill, touch, upload
 
@@ -106,6 +106,9 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *,
     n = (len(range(int(start), int(stop), int(step))) if is_int
          else max(0, math.ceil((float(stop) - float(start)) / float(step))))
     dt = _dtype_or(dtype, np.dtype(np.int64) if is_int else float32)
+    if dt.kind == "c":  # the real range, then cast (no kernel takes complex)
+        part = np.dtype(np.float64) if dt.itemsize == 16 else float32
+        return arange(start, stop, step, part, device=device).astype(dt)
     out = empty((n,), dt, device=device)
     if n:
         stream = stream_for_runtime(out._rt)
@@ -114,19 +117,33 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *,
     return out
 
 
-def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True,
-             dtype: Any = None, *, device: Any = None) -> GPUArray:
+def linspace(start: float | complex, stop: float | complex, num: int = 50,
+             endpoint: bool = True, dtype: Any = None, *, device: Any = None) -> GPUArray:
     """Return ``num`` evenly spaced values from ``start`` to ``stop``.
 
-    NumPy's formula, computed in float64 and rounded once to ``dtype`` (float32 by default).
+    NumPy's formula, computed in float64 and rounded once to ``dtype`` (float32 by default;
+    complex64 for a complex ``start`` or ``stop``, whose parts are spaced separately).
     """
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative; got {num}")
-    out = empty((int(num),), _dtype_or(dtype, float32), device=device)
+    complex_ends = isinstance(start, (complex, np.complexfloating)) or isinstance(
+        stop, (complex, np.complexfloating))
+    dt = _dtype_or(dtype, complex64 if complex_ends else float32)
+    if dt.kind == "c" or complex_ends:
+        first, last = complex(start), complex(stop)
+        cdt = dt if dt.kind == "c" else complex64
+        part = np.dtype(np.float64) if cdt == complex128 else float32
+        spaced = [linspace(a, b, num, endpoint, part, device=device)
+                  for a, b in ((first.real, last.real), (first.imag, last.imag))]
+        out = empty((int(num),), cdt, device=device)
+        copy_into(spaced[0], out.real)
+        copy_into(spaced[1], out.imag)
+        return out if dt.kind == "c" else out.astype(dt)  # NumPy's ComplexWarning
+    out = empty((int(num),), dt, device=device)
     if num:
         stream = stream_for_runtime(out._rt)
         touch(stream, written=out)
-        out._rt.linspace(out, float(start), float(stop), bool(endpoint), stream)
+        out._rt.linspace(out, float(start.real), float(stop.real), bool(endpoint), stream)
     return out
 
 
@@ -175,12 +192,14 @@ def asarray(obj: Any, dtype: Any = None, *, device: Any = None) -> GPUArray:
         if device is not None:
             out = out.to(device)
         return out if dtype is None else out.astype(dtype, copy=False)
-    if isinstance(obj, (bool, int, float)) and dtype is None:
+    if isinstance(obj, (bool, int, float, complex)) and dtype is None:
         host = np.asarray(obj, dtype=default_dtype_for(obj))
     else:
         host = np.asarray(obj, dtype=None if dtype is None else normalize_dtype(dtype))
         if dtype is None and host.dtype == np.float64 and not isinstance(obj, np.ndarray):
             host = host.astype(float32)  # Python floats become the default float dtype
+        if dtype is None and host.dtype == complex128 and not isinstance(obj, np.ndarray):
+            host = host.astype(complex64)  # and Python complex numbers the default complex
     return upload(runtime_for(device), host)
 
 

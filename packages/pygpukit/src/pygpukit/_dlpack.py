@@ -20,7 +20,7 @@ from pygpukit._array import GPUArray
 from pygpukit._dtypes import normalize_dtype
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
-_KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BFLOAT, _KDL_BOOL = 0, 1, 2, 4, 6
+_KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BFLOAT, _KDL_COMPLEX, _KDL_BOOL = 0, 1, 2, 4, 5, 6
 _FLAG_READ_ONLY = 1
 
 
@@ -119,7 +119,7 @@ def _dl_dtype(dtype: np.dtype[Any]) -> _DLDataType:
         return _DLDataType(_KDL_BOOL, 8, 1)
     if dtype == np.dtype(ml_dtypes.bfloat16):
         return _DLDataType(_KDL_BFLOAT, 16, 1)
-    code = {"i": _KDL_INT, "u": _KDL_UINT, "f": _KDL_FLOAT}[dtype.kind]
+    code = {"i": _KDL_INT, "u": _KDL_UINT, "f": _KDL_FLOAT, "c": _KDL_COMPLEX}[dtype.kind]
     return _DLDataType(code, dtype.itemsize * 8, 1)
 
 
@@ -131,7 +131,7 @@ def _np_dtype(dl: _DLDataType) -> np.dtype[Any]:
     if dl.code == _KDL_BFLOAT and dl.bits == 16:
         bf16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
         return bf16
-    kinds = {_KDL_INT: "i", _KDL_UINT: "u", _KDL_FLOAT: "f"}
+    kinds = {_KDL_INT: "i", _KDL_UINT: "u", _KDL_FLOAT: "f", _KDL_COMPLEX: "c"}
     if dl.code not in kinds:
         raise TypeError(f"DLPack dtype code {dl.code} is not supported")
     dtype: np.dtype[Any] = normalize_dtype(np.dtype(f"{kinds[dl.code]}{dl.bits // 8}"))

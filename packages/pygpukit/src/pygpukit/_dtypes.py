@@ -20,10 +20,19 @@ float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+#: Complex dtypes: interleaved (real, imaginary) pairs of float32 / float64.  No kernel takes
+#: them: every operation on them is composed from the real kernels over float views of the
+#: same memory (``pygpukit._complex``).
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
+#: The real dtypes: each has a code in the kernels' C ABI and kernels of its own.
 SUPPORTED_DTYPES: tuple[np.dtype[Any], ...] = (
     bool_, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64,
 )
+COMPLEX_DTYPES: tuple[np.dtype[Any], ...] = (complex64, complex128)
+#: Every dtype an array may hold: the real ones and the complex ones.
+ALL_DTYPES: tuple[np.dtype[Any], ...] = SUPPORTED_DTYPES + COMPLEX_DTYPES
 
 _ALIASES: dict[str, np.dtype[Any]] = {
     "bool": bool_,
@@ -34,6 +43,9 @@ _ALIASES: dict[str, np.dtype[Any]] = {
     "float": float32,
     "fp64": float64,
     "double": float64,
+    "complex": complex64,
+    "cfloat": complex64,
+    "cdouble": complex128,
 }
 
 DTypeLike: TypeAlias = "np.dtype[Any] | type | str"
@@ -66,8 +78,8 @@ def normalize_dtype(dtype: object, *, argument: str = "dtype") -> np.dtype[Any]:
             resolved = np.dtype(dtype)  # type: ignore[call-overload]
         except TypeError:
             resolved = None
-    if resolved is None or resolved not in SUPPORTED_DTYPES:
-        names = ", ".join(d.name for d in SUPPORTED_DTYPES)
+    if resolved is None or resolved not in ALL_DTYPES:
+        names = ", ".join(d.name for d in ALL_DTYPES)
         raise TypeError(f"{argument}: expected one of {names}; got {dtype!r}")
     if isinstance(dtype, (str, type, np.dtype)) and len(_NORMALIZED) < 256:
         _NORMALIZED[dtype] = resolved
@@ -83,12 +95,44 @@ _KERNEL_CODES: dict[np.dtype[Any], int] = {dt: pygpukit_kernels.DTYPE_CODES[dt.n
 
 
 def kernel_code(dtype: np.dtype[Any]) -> int:
-    """The kernels' C ABI code of a supported dtype."""
-    return _KERNEL_CODES[dtype]
+    """The kernels' C ABI code of a real dtype.
+
+    Raises
+    ------
+    TypeError
+        For a complex dtype: no kernel takes one (complex operations are composed from the
+        real kernels before anything reaches a kernel; this is the last guard).
+    """
+    try:
+        return _KERNEL_CODES[dtype]
+    except KeyError:
+        if getattr(dtype, "kind", None) == "c":
+            raise TypeError(complex_unsupported("this kernel", dtype)) from None
+        raise
+
+
+def complex_unsupported(what: str, dtype: np.dtype[Any]) -> str:
+    """The message of an operation that takes no complex dtype (``what`` names it)."""
+    return (f"{what}: not supported for complex dtype {dtype.name} (PyGPUkit composes complex "
+            "arithmetic, reductions and matmul from its real kernels; this operation has no "
+            "complex form)")
+
+
+def is_complex(value: object) -> bool:
+    """Whether ``value`` is a complex dtype, a complex scalar or an array of a complex dtype."""
+    if isinstance(value, np.dtype):
+        return value.kind == "c"
+    dtype = getattr(value, "dtype", None)  # GPUArray, NumPy scalars and arrays
+    if isinstance(dtype, np.dtype):
+        return dtype.kind == "c"
+    return isinstance(value, complex)
 
 
 def default_dtype_for(value: object) -> np.dtype[Any]:
-    """The dtype PyGPUkit gives a Python scalar: bool, int64, or the default float (float32)."""
+    """The dtype PyGPUkit gives a Python scalar: bool, int64, or the default float (float32).
+
+    A Python complex gets complex64, the complex dtype of the default float.
+    """
     if isinstance(value, (bool, np.bool_)):
         return bool_
     if isinstance(value, np.generic):
@@ -97,4 +141,6 @@ def default_dtype_for(value: object) -> np.dtype[Any]:
         return int64
     if isinstance(value, float):
         return float32
-    raise TypeError(f"expected a bool, int or float scalar; got {type(value).__name__}")
+    if isinstance(value, complex):
+        return complex64
+    raise TypeError(f"expected a bool, int, float or complex scalar; got {type(value).__name__}")

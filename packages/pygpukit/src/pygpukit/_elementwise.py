@@ -36,7 +36,15 @@ import numpy as np
 
 from pygpukit import _array
 from pygpukit._array import GPUArray
-from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64
+from pygpukit._dtypes import (
+    SUPPORTED_DTYPES,
+    bfloat16,
+    bool_,
+    complex_unsupported,
+    float16,
+    float32,
+    float64,
+)
 from pygpukit._math import _scalar_key, binary, unary, where
 from pygpukit._transfer import copy_into, empty_on, fill
 
@@ -60,9 +68,23 @@ def _resolve(name: str, ufunc: Any, keys: tuple[Any, ...]) -> np.dtype[Any]:
         names = ", ".join(k.name if isinstance(k, np.dtype) else f"Python {k.__name__}"
                           for k in keys)
         raise TypeError(f"{name}: not supported for the input types ({names})") from None
+    if result.kind == "c":
+        _no_complex(name, result)
     if result not in SUPPORTED_DTYPES:
         raise TypeError(f"{name}: NumPy gives dtype {result.name}, which PyGPUkit does not hold")
     return result
+
+
+def _no_complex(name: str, dtype: np.dtype[Any]) -> None:
+    """Raise for a complex operand of a function without a complex form (hypot, atan2 ...)."""
+    raise TypeError(complex_unsupported(name, dtype))
+
+
+def _complex_unary(name: str, x: Any, out: GPUArray | None) -> GPUArray | None:
+    """The complex form of ``name`` (pygpukit._complex) for a complex ``x``, else None."""
+    if isinstance(x, GPUArray) and x.dtype.kind == "c":
+        return _array.hooks.complex.unary(name, x, out)
+    return None
 
 
 def _work(result: np.dtype[Any]) -> np.dtype[Any]:
@@ -192,6 +214,8 @@ def _atan_work(x: GPUArray) -> GPUArray:
 
 def atan(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse tangent (radians); composed (see the module's table)."""
+    if (c := _complex_unary("atan", x, out)) is not None:
+        return c
     w, result = _unary_float("atan", np.arctan, x)
     return _finish(_atan_work(w), result, out)
 
@@ -224,12 +248,16 @@ def _one_minus_x2_sqrt(x: GPUArray) -> GPUArray:
 
 def asin(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse sine (NaN outside [-1, 1]); ``atan2(x, sqrt(1 - x**2))``."""
+    if (c := _complex_unary("asin", x, out)) is not None:
+        return c
     w, result = _unary_float("asin", np.arcsin, x)
     return _finish(_atan2_work(w, _one_minus_x2_sqrt(w)), result, out)
 
 
 def acos(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse cosine (NaN outside [-1, 1]); ``atan2(sqrt(1 - x**2), x)``."""
+    if (c := _complex_unary("acos", x, out)) is not None:
+        return c
     w, result = _unary_float("acos", np.arccos, x)
     return _finish(_atan2_work(_one_minus_x2_sqrt(w), w), result, out)
 
@@ -241,6 +269,8 @@ def _large(x: GPUArray) -> float:
 
 def asinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse hyperbolic sine."""
+    if (c := _complex_unary("asinh", x, out)) is not None:
+        return c
     w, result = _unary_float("asinh", np.arcsinh, x)
     a = unary("absolute", w)
     a2 = binary("multiply", a, a)
@@ -253,6 +283,8 @@ def asinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def acosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse hyperbolic cosine (NaN below 1)."""
+    if (c := _complex_unary("acosh", x, out)) is not None:
+        return c
     w, result = _unary_float("acosh", np.arccosh, x)
     t = binary("subtract", w, 1.0)
     small = unary("log1p", binary("add", t, unary("sqrt", binary(
@@ -265,6 +297,8 @@ def acosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def atanh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])."""
+    if (c := _complex_unary("atanh", x, out)) is not None:
+        return c
     w, result = _unary_float("atanh", np.arctanh, x)
     a = unary("absolute", w)  # odd: the ratio is >= 0, where log1p keeps its accuracy
     ratio = binary("divide", binary("multiply", a, 2.0), binary("subtract", 1.0, a))
@@ -280,6 +314,8 @@ def _half_exp_squared(a: GPUArray) -> GPUArray:
 
 def sinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise hyperbolic sine (``expm1`` form: accurate near 0)."""
+    if (c := _complex_unary("sinh", x, out)) is not None:
+        return c
     w, result = _unary_float("sinh", np.sinh, x)
     a = unary("absolute", w)
     u = unary("expm1", a)
@@ -291,6 +327,8 @@ def sinh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def cosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise hyperbolic cosine."""
+    if (c := _complex_unary("cosh", x, out)) is not None:
+        return c
     w, result = _unary_float("cosh", np.cosh, x)
     a = unary("absolute", w)
     e = unary("exp", a)
@@ -301,6 +339,8 @@ def cosh(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 
 def tan(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise tangent, ``sin(x) / cos(x)``."""
+    if (c := _complex_unary("tan", x, out)) is not None:
+        return c
     w, result = _unary_float("tan", np.tan, x)
     return _finish(binary("divide", unary("sin", w), unary("cos", w)), result, out)
 
@@ -308,12 +348,16 @@ def tan(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 # -- exponents and logarithms ----------------------------------------------------------------------
 def log2(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise base-2 logarithm, ``log(x) / ln 2``."""
+    if (c := _complex_unary("log2", x, out)) is not None:
+        return c
     w, result = _unary_float("log2", np.log2, x)
     return _finish(binary("divide", unary("log", w), math.log(2.0)), result, out)
 
 
 def log10(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise base-10 logarithm, ``log(x) / ln 10``."""
+    if (c := _complex_unary("log10", x, out)) is not None:
+        return c
     w, result = _unary_float("log10", np.log10, x)
     return _finish(binary("divide", unary("log", w), math.log(10.0)), result, out)
 
@@ -345,6 +389,8 @@ def hypot(x1: Any, x2: Any, *, out: GPUArray | None = None) -> GPUArray:
 def signbit(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise: whether the sign bit is set (true for -0.0 and negative NaNs)."""
     x = _check("signbit", x)
+    if x.dtype.kind == "c":
+        raise TypeError(complex_unsupported("signbit", x.dtype))
     if x.dtype == bool_:
         raise TypeError("signbit: not supported for the input types (bool)")
     return _finish(_sign_bit(x), bool_, out)
@@ -389,6 +435,8 @@ def nextafter(x1: Any, x2: Any, *, out: GPUArray | None = None) -> GPUArray:
 def trunc(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise rounding towards zero (integers: a copy of the same dtype)."""
     x = _check("trunc", x)
+    if x.dtype.kind == "c":
+        raise TypeError(complex_unsupported("trunc", x.dtype))
     if x.dtype.kind in "iub":
         if x.dtype == bool_:
             raise TypeError("trunc: not supported for the input types (bool)")
@@ -401,6 +449,8 @@ def trunc(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 def isfinite(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise: neither infinite nor NaN (always true for integers and bool)."""
     x = _check("isfinite", x)
+    if (c := _complex_unary("isfinite", x, out)) is not None:
+        return c
     if x.dtype.kind in "iub":
         r = empty_on(x._rt, x.shape, bool_)
         fill(r, True)
@@ -411,29 +461,11 @@ def isfinite(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
 def positive(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
     """Elementwise ``+x`` (a copy)."""
     x = _check("positive", x)
+    if (c := _complex_unary("positive", x, out)) is not None:
+        return c
     if x.dtype == bool_:
         raise TypeError("positive: not supported for the input types (bool)")
     return _finish(x.copy(), x.dtype, out)
-
-
-def conj(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """Complex conjugate; PyGPUkit holds real dtypes only, so a copy of ``x``."""
-    x = _check("conj", x)
-    return _finish(x.copy(), x.dtype, out)
-
-
-def real(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """Real part; PyGPUkit holds real dtypes only, so a copy of ``x``."""
-    x = _check("real", x)
-    return _finish(x.copy(), x.dtype, out)
-
-
-def imag(x: GPUArray, *, out: GPUArray | None = None) -> GPUArray:
-    """Imaginary part; PyGPUkit holds real dtypes only, so zeros of ``x``'s dtype."""
-    x = _check("imag", x)
-    r = empty_on(x._rt, x.shape, x.dtype)
-    fill(r, 0)
-    return _finish(r, x.dtype, out)
 
 
 # -- shifts ----------------------------------------------------------------------------------------
@@ -500,7 +532,7 @@ left_shift, right_shift = bitwise_left_shift, bitwise_right_shift
 __all__ = [
     "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
     "asin", "asinh", "atan", "atan2", "atanh", "bitwise_invert", "bitwise_left_shift",
-    "bitwise_right_shift", "conj", "copysign", "cosh", "hypot", "imag", "isfinite",
-    "left_shift", "log2", "log10", "logaddexp", "nextafter", "positive", "pow", "real",
+    "bitwise_right_shift", "copysign", "cosh", "hypot", "isfinite",
+    "left_shift", "log2", "log10", "logaddexp", "nextafter", "positive", "pow",
     "right_shift", "signbit", "sinh", "tan", "trunc",
 ]

@@ -126,8 +126,11 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
 
     ``k0``..``k2``: the operands' dtypes or Python scalar types, in the op's order (ASTYPE:
     the array's dtype and the requested dtype as given).  Never raises for bad input: the
-    Python path reports it.
+    Python path reports it.  Complex dtypes (and Python complex scalars) have no kernels:
+    their keys always take the Python path, which composes them (``pygpukit._complex``).
     """
+    if any(_is_complex_key(k) for k in (k0, k1, k2)):
+        return None
     try:
         if kind in (Kind.BINARY, Kind.REFLECTED):
             keys = (_key(k0), _key(k1))
@@ -175,6 +178,18 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
     except (TypeError, ValueError, KeyError, OverflowError):
         return None  # no loop, an unknown dtype...: the Python path raises
     return None
+
+
+def _is_complex_key(key: Any) -> bool:
+    """Whether a plan key is a complex dtype or a complex scalar type."""
+    if isinstance(key, np.dtype):
+        return key.kind == "c"
+    if isinstance(key, type):
+        return issubclass(key, (complex, np.complexfloating))
+    try:  # ASTYPE's requested dtype, as the caller spelled it
+        return bool(np.dtype(key).kind == "c")
+    except (TypeError, ValueError):
+        return False
 
 
 def kernel_code_or_none(dtype: np.dtype[Any]) -> int | None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pygpukit import _array, _layout, _math
-from pygpukit._array import GPUArray
+from pygpukit._array import GPUArray, complex_pairs, from_pairs
 from pygpukit._context import state as _context_state
 from pygpukit._dtypes import normalize_dtype
 from pygpukit._fastpath import Kind, fast
@@ -203,7 +203,8 @@ def _parse(a: GPUArray, key: Any) -> _Parsed:
                 entries.append((view_dim, src, taken))
             else:
                 for d, size in enumerate(mask.shape):
-                    if size != a.shape[src + d]:
+                    # NumPy takes an empty mask along any axis (it selects nothing)
+                    if size != a.shape[src + d] and math.prod(mask.shape) != 0:
                         raise IndexError(
                             f"boolean index did not match indexed array along axis {src + d}; "
                             f"size of axis is {a.shape[src + d]} but size of corresponding "
@@ -635,7 +636,7 @@ def take(a: GPUArray, indices: Any, axis: int | None = None, *, mode: str = "rai
     if isinstance(index, int):
         index = np.asarray(index, np.int64)
     key = (slice(None),) * dim + (_Ints(index),)
-    return _gather(_plan(_parse_items(source, key), index_mode))
+    return _gather_items(source, key, index_mode)
 
 
 def _parse_items(a: GPUArray, key: tuple[Any, ...]) -> _Parsed:
@@ -655,6 +656,36 @@ def _parse_items(a: GPUArray, key: tuple[Any, ...]) -> _Parsed:
     shape, strides, offset = _layout.index_view(a.shape, a.strides, tuple(basic))
     return _Parsed(a._view(shape, strides, offset), entries, _adjacent(positions),
                    max(insert, 0))
+
+
+def _gather_items(source: GPUArray, key: tuple[Any, ...], mode: IndexMode) -> GPUArray:
+    """Gather ``source[key]`` (a key of converted items); complex: the float view's gather.
+
+    A complex array is gathered as its ``(..., 2)`` float view, the pair axis a trailing
+    slice (no kernel takes complex).
+    """
+    if source.dtype.kind == "c":
+        _complex_fits(source, "indexing")
+        return from_pairs(_gather(_plan(_parse_items(complex_pairs(source), key), mode)))
+    return _gather(_plan(_parse_items(source, key), mode))
+
+
+def _scatter_items(target: GPUArray, key: tuple[Any, ...], mode: IndexMode,
+                   values: GPUArray) -> None:
+    """Scatter ``values`` into ``target[key]``; complex: into the float view."""
+    if target.dtype.kind == "c":
+        _complex_fits(target, "put")
+        if values.dtype != target.dtype:
+            values = values.astype(target.dtype)
+        _scatter(_plan(_parse_items(complex_pairs(target), key), mode), complex_pairs(values))
+        return
+    _scatter(_plan(_parse_items(target, key), mode), values)
+
+
+def _complex_fits(a: GPUArray, name: str) -> None:
+    if a.ndim >= _layout.MAX_DIMS:
+        raise NotImplementedError(f"{name}: complex arrays of {_layout.MAX_DIMS} dims take "
+                                  "basic indices only")
 
 
 def take_along_axis(arr: GPUArray, indices: Any, axis: int | None) -> GPUArray:
@@ -678,7 +709,7 @@ def take_along_axis(arr: GPUArray, indices: Any, axis: int | None) -> GPUArray:
             grid = np.arange(arr.shape[d], dtype=np.int64).reshape(
                 (1,) * d + (-1,) + (1,) * (arr.ndim - d - 1))
             key.append(_Ints(grid))
-    return _gather(_plan(_parse_items(arr, tuple(key)), IndexMode.RAISE))
+    return _gather_items(arr, tuple(key), IndexMode.RAISE)
 
 
 def put(a: GPUArray, ind: Any, v: Any, mode: str = "raise") -> None:
@@ -693,7 +724,7 @@ def put(a: GPUArray, ind: Any, v: Any, mode: str = "raise") -> None:
         values = v.reshape(-1)
     else:
         host = np.asarray(v).reshape(-1)
-        values = upload(a._rt, host.astype(a.dtype) if host.dtype.kind in "biuf" else host)
+        values = upload(a._rt, host.astype(a.dtype) if host.dtype.kind in "biufc" else host)
     if n == 0:
         return
     if values.size == 0:
@@ -703,7 +734,7 @@ def put(a: GPUArray, ind: Any, v: Any, mode: str = "raise") -> None:
     flat_index = index.reshape(-1)
     if a.is_contiguous() or a.ndim <= 1:
         target = a.reshape(-1) if a.ndim != 1 else a
-        _scatter(_plan(_parse_items(target, (_Ints(flat_index),)), index_mode), values)
+        _scatter_items(target, (_Ints(flat_index),), index_mode, values)
         return
     # A strided array: flat indices become one coordinate array per axis.
     if not isinstance(flat_index, GPUArray) and index_mode == IndexMode.RAISE:
@@ -715,7 +746,7 @@ def put(a: GPUArray, ind: Any, v: Any, mode: str = "raise") -> None:
     coords = empty_on(a._rt, (a.ndim, n), _INT64)
     _unravel(device_index, a.shape, index_mode, coords)
     key = tuple(_Ints(coords[d]) for d in range(a.ndim))
-    _scatter(_plan(_parse_items(a, key), IndexMode.WRAP), values)
+    _scatter_items(a, key, IndexMode.WRAP, values)
 
 
 def compress(condition: Any, a: GPUArray, axis: int | None = None) -> GPUArray:
@@ -740,7 +771,7 @@ def compress(condition: Any, a: GPUArray, axis: int | None = None) -> GPUArray:
     else:
         picked = np.flatnonzero(cond)
     key = (slice(None),) * dim + (_Ints(picked),)
-    return _gather(_plan(_parse_items(source, key), IndexMode.WRAP))
+    return _gather_items(source, key, IndexMode.WRAP)
 
 
 def _host_any(cond: Any, start: int) -> bool:
@@ -781,7 +812,7 @@ def repeat(a: GPUArray, repeats: Any, axis: int | None = None) -> GPUArray:
                          f"({counts.size},)")
     index = np.repeat(np.arange(n, dtype=np.int64), counts)
     key = (slice(None),) * dim + (_Ints(index),)
-    return _gather(_plan(_parse_items(source, key), IndexMode.WRAP))
+    return _gather_items(source, key, IndexMode.WRAP)
 
 
 def tile(a: GPUArray, reps: Any) -> GPUArray:
@@ -890,6 +921,10 @@ def add_at(x: GPUArray, indices: Any, values: Any) -> None:
     _require_array(x, "add_at", "x")
     _check_add_cast(x.dtype, values)
     key = indices if isinstance(indices, tuple) else (indices,)
+    if x.dtype.kind == "c":  # the float view's scatter-add, the pair axis a trailing slice
+        _complex_fits(x, "add_at")
+        add_at(complex_pairs(x), (*key, slice(None)), complex_pairs(_as_complex(x, values)))
+        return
     if x.dtype not in _ADD_COMPUTE:
         compute = np.dtype(np.float32) if x.dtype.kind == "f" else _INT64
         staged = x.astype(compute)
@@ -914,11 +949,24 @@ def add_at(x: GPUArray, indices: Any, values: Any) -> None:
     _raise_recorded(prepared, error)
 
 
+def _as_complex(x: GPUArray, values: Any) -> GPUArray:
+    """``values`` as a complex GPUArray of ``x``'s dtype on ``x``'s device."""
+    if isinstance(values, GPUArray):
+        check_same_device(x, values, op="add_at")
+        return values if values.dtype == x.dtype else values.astype(x.dtype)
+    host = np.asarray(values).astype(x.dtype)
+    if host.ndim == 0:  # a scalar: filled on the device (no upload)
+        out = empty_on(x._rt, (), x.dtype)
+        out[...] = complex(host)
+        return out
+    return upload(x._rt, host)
+
+
 def _check_add_cast(dtype: np.dtype[Any], values: Any) -> None:
     """TypeError unless NumPy's ``add`` of ``values`` into ``dtype`` casts ``same_kind``."""
     if isinstance(values, GPUArray):
         operand: Any = values.dtype
-    elif isinstance(values, (bool, int, float)):
+    elif isinstance(values, (bool, int, float, complex)):
         operand = values  # a weak Python scalar (NEP 50)
     else:
         operand = np.asarray(values).dtype

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from pygpukit import _fastpath
-from pygpukit._array import GPUArray
+from pygpukit._array import GPUArray, hooks
 from pygpukit._dtypes import bfloat16, float16, float32, float64, kernel_code
 from pygpukit._fastpath import Kind, fast
 from pygpukit._stream import stream_for_runtime
@@ -386,6 +386,8 @@ def matmul(a: Any, b: Any, *, out: GPUArray | None = None, precision: str | None
     """
     a = _check_array(a, "matmul", "a")
     b = _check_array(b, "matmul", "b")
+    if a.dtype.kind == "c" or b.dtype.kind == "c":  # real GEMMs on the parts
+        return hooks.complex.matmul(a, b, out, _call_precision(precision, use_tf32))
     if a.dtype.kind in "biu" and b.dtype.kind in "biu":  # no GEMM: a broadcast multiply-sum
         from pygpukit._linalg_extra import integer_matmul
 

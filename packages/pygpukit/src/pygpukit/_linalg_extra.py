@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pygpukit import _layout
-from pygpukit._array import GPUArray
+from pygpukit._array import GPUArray, hooks
 from pygpukit._creation import arange
 from pygpukit._dtypes import bfloat16, float16, float32, float64
 from pygpukit._linalg import matmul
@@ -44,7 +44,7 @@ def _product_dtype(name: str, a: GPUArray, b: GPUArray) -> np.dtype[Any]:
 def _bmm(name: str, a3: GPUArray, b3: GPUArray) -> GPUArray:
     """``(B, M, K) @ (B, K, N)`` with B broadcast where 1: one batched GEMM for floats."""
     dtype = _product_dtype(name, a3, b3)
-    if dtype in _GEMM_DTYPES:
+    if dtype in _GEMM_DTYPES or dtype.kind == "c":
         return matmul(a3 if a3.dtype == dtype else a3.astype(dtype),
                       b3 if b3.dtype == dtype else b3.astype(dtype))
     return _integer_product(a3, b3, dtype)
@@ -185,6 +185,8 @@ def vdot(a: GPUArray, b: GPUArray) -> GPUArray:
     b = _array("vdot", b, "b")
     if a.size != b.size:
         raise ValueError(f"vdot: a has {a.size} elements and b {b.size}")
+    if a.dtype.kind == "c":  # NumPy's vdot conjugates the first argument
+        a = hooks.complex.unary("conjugate", a, None)
     return _contract("vdot", a.reshape(-1), b.reshape(-1), [0], [0])
 
 
@@ -286,6 +288,8 @@ def vecdot(x1: GPUArray, x2: GPUArray, /, *, axis: int = -1) -> GPUArray:
     if lengths[0] != lengths[1]:
         raise ValueError(f"vecdot: the contracted dims differ ({lengths[0]} and {lengths[1]}); "
                          "they must be equal, not broadcast")
+    if x1.dtype.kind == "c":  # the standard's vecdot conjugates x1
+        x1 = hooks.complex.unary("conjugate", x1, None)
     result = reduce("sum", binary("multiply", x1, x2), axis)
     dtype = _product_dtype("vecdot", x1, x2)  # integer sums come in int64
     return result if result.dtype == dtype else result.astype(dtype)
@@ -293,7 +297,12 @@ def vecdot(x1: GPUArray, x2: GPUArray, /, *, axis: int = -1) -> GPUArray:
 
 # -- norms -----------------------------------------------------------------------------------------
 def _float_of(x: GPUArray) -> GPUArray:
-    """Floats as they are (half types in float32); integers and bool in float64."""
+    """Floats as they are (half types in float32); integers and bool in float64.
+
+    Complex arrays as their magnitudes ``|x|``: every norm of ``x`` is that norm of ``|x|``.
+    """
+    if x.dtype.kind == "c":
+        return unary("absolute", x)
     if x.dtype in (float16, bfloat16):
         return x.astype(float32)
     return x if x.dtype.kind == "f" else x.astype(float64)

@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from pygpukit import _layout, _small
-from pygpukit._array import GPUArray
-from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64
+from pygpukit._array import GPUArray, hooks
+from pygpukit._dtypes import (
+    SUPPORTED_DTYPES,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    is_complex,
+)
 from pygpukit._fastpath import Kind, fast
 from pygpukit._optable import (
     BINARY_OPS,
@@ -128,6 +136,8 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
     """``name(a, b)`` elementwise with broadcasting; one of ``a`` / ``b`` may be a scalar."""
     if out is None and (fast := _small.binary(name, a, b)) is not None:
         return fast
+    if is_complex(a) or is_complex(b):  # composed from the real kernels (pygpukit._complex)
+        return hooks.complex.binary(name, a, b, out)
     code = BINARY_OPS[name][0]
     a_arr, b_arr = isinstance(a, GPUArray), isinstance(b, GPUArray)
     if not (a_arr or b_arr):
@@ -176,6 +186,8 @@ def unary(name: str, x: Any, out: GPUArray | None = None) -> GPUArray:
         return fast
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
+    if x.dtype.kind == "c":
+        return hooks.complex.unary(name, x, out)
     loop, result = resolve(name, (x.dtype,))
     code = unary_code(name, loop)
     runtime = x._rt
@@ -197,6 +209,8 @@ def where(cond: GPUArray, a: Any, b: Any, *, out: GPUArray | None = None) -> GPU
         return fast
     if not isinstance(cond, GPUArray):
         raise TypeError(f"where: cond must be a GPUArray; got {type(cond).__name__}")
+    if is_complex(a) or is_complex(b) or cond.dtype.kind == "c":
+        return hooks.complex.where(cond, a, b, out)
     keys = (_scalar_key(a), _scalar_key(b))
     for key, value in zip(keys, (a, b), strict=True):
         if key is None:
@@ -262,6 +276,8 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, *, ddof:
         return fast
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: x must be a GPUArray; got {type(x).__name__}")
+    if x.dtype.kind == "c":
+        return hooks.complex.reduce(name, x, axis, keepdims, ddof, out)
     if name in ("argmax", "argmin") and isinstance(axis, tuple):
         raise TypeError(f"{name}: axis must be an int or None")
     result, compute = reduce_dtypes(name, x.dtype)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _array, _dlpack, _fastpath, _linalg, _small, _transfer
+from pygpukit import _array, _complex, _dlpack, _fastpath, _linalg, _small, _transfer
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import bfloat16, float16, float32, float64
 from pygpukit._fastpath import Kind, fast
@@ -361,6 +361,8 @@ __all__ += ["concatenate", "layer_norm", "log_softmax", "rms_norm", "softmax", "
 # -- GPUArray's methods reach the layers above through these hooks (see _array._Hooks) -------
 def _astype(x: GPUArray, dtype: np.dtype[Any]) -> GPUArray:
     """``x.astype(dtype)`` into a new array: the small-array kernel, else the copy kernels."""
+    if x.dtype.kind == "c" or dtype.kind == "c":
+        return _array.hooks.complex.astype(x, dtype)
     fast = _small.astype(x, dtype)
     if fast is not None:
         return fast
@@ -383,6 +385,7 @@ def _attach_hooks() -> None:
     hooks.small_binary = _small.binary
     hooks.unary = unary
     hooks.reduce = reduce
+    hooks.complex = _complex.OPS  # complex dtypes: composed from the real kernels
     _fastpath.install_operators()
 
 

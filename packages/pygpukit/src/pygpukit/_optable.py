@@ -227,9 +227,13 @@ def unary_code(name: str, loop: np.dtype[Any]) -> int:
 def resolve(name: str, keys: tuple[Any, ...]) -> tuple[np.dtype[Any], np.dtype[Any]]:
     """(loop dtype, result dtype) of elementwise op ``name`` over operand keys.
 
-    A key is a dtype, or a Python scalar type (weak, NEP 50).
+    A key is a dtype, or a Python scalar type (weak, NEP 50); complex keys raise TypeError
+    (the kernel plans never see them).
     """
     ufunc = (BINARY_OPS.get(name) or UNARY_OPS[name])[1]
+    for key in keys:  # no kernel takes complex: pygpukit._complex composes those ops
+        if key is complex or (isinstance(key, np.dtype) and key.kind == "c"):
+            raise TypeError(f"{name}: the kernels take no complex operand ({key})")
     try:
         dtypes = ufunc.resolve_dtypes((*keys, None))
     except TypeError as exc:
@@ -263,6 +267,8 @@ def reduce_dtypes(name: str, dtype: np.dtype[Any]) -> tuple[np.dtype[Any], np.dt
     The result dtype is NumPy's, except that unsigned sums (NumPy's uint64) give int64:
     PyGPUkit has no uint64.
     """
+    if dtype.kind == "c":  # no kernel takes complex: pygpukit._complex composes them
+        raise TypeError(f"{name}: the kernels take no complex dtype ({dtype.name})")
     sample = np.ones(2, dtype)
     with np.errstate(all="ignore"):
         try:

@@ -28,6 +28,7 @@ import numpy as np
 from pygpukit import (
     _array,
     _array_api,
+    _complex,
     _creation,
     _einsum,
     _elementwise,
@@ -78,7 +79,7 @@ def _ufunc_table() -> dict[str, Callable[..., Any]]:
         "copysign": _elementwise.copysign, "signbit": _elementwise.signbit,
         "nextafter": _elementwise.nextafter, "trunc": _elementwise.trunc,
         "isfinite": _elementwise.isfinite, "positive": _elementwise.positive,
-        "conjugate": _elementwise.conj, "left_shift": _elementwise.bitwise_left_shift,
+        "conjugate": _complex.conj, "left_shift": _elementwise.bitwise_left_shift,
         "right_shift": _elementwise.bitwise_right_shift, "matmul": matmul,
     })
     return table
@@ -372,6 +373,8 @@ _ADAPTERS: dict[str, Callable[..., Any]] = {
     "count_nonzero": lambda a, axis=None, *, keepdims=False: _array_api.count_nonzero(
         a, axis=axis, keepdims=keepdims),
     "shape": lambda a: a.shape, "ndim": lambda a: a.ndim, "size": _size,
+    "real": _complex.real, "imag": _complex.imag, "conj": _complex.conj,
+    "conjugate": _complex.conj, "angle": _complex.angle, "iscomplexobj": _complex.iscomplexobj,
     "result_type": _array_api.result_type, "isclose": _isclose, "allclose": _allclose,
     "array_equal": _array_equal,
 }

@@ -292,7 +292,7 @@ def _where_plan(kc: Any, ka: Any, kb: Any) -> _EwPlan | None:
         result = np.result_type(*(k if isinstance(k, np.dtype) else k(0) for k in keys))
     except TypeError:
         result = None
-    if result is not None and result in SUPPORTED_DTYPES:
+    if result is not None and result in SUPPORTED_DTYPES and kc.kind != "c":
         scalars = (False, not isinstance(ka, np.dtype), not isinstance(kb, np.dtype))
         codes = (kernel_code(kc), *(0 if not isinstance(k, np.dtype) else kernel_code(k)
                                     for k in keys))

@@ -23,8 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit._array import GPUArray, hooks
-from pygpukit._dtypes import SUPPORTED_DTYPES, bool_, float32, float64, int64, normalize_dtype
+from pygpukit._array import GPUArray, complex_pairs, from_pairs, hooks
+from pygpukit._dtypes import (
+    SUPPORTED_DTYPES,
+    bool_,
+    complex_unsupported,
+    float32,
+    float64,
+    int64,
+    normalize_dtype,
+)
 from pygpukit._math import binary, math_prod, reduce
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import copy_into, empty_on, fill, touch, upload
@@ -39,9 +47,16 @@ _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 # -- argument checks ----------------------------------------------------------------------------
 
 
+#: No complex form: what orders its input (complex numbers are not ordered), and the weights
+#: of ``bincount`` / ``histogram`` (summed in float64).
+_NO_COMPLEX = {"sort", "argsort", "topk", "searchsorted", "histogram", "bincount"}
+
+
 def _array(name: str, x: Any, what: str = "x") -> GPUArray:
     if not isinstance(x, GPUArray):
         raise TypeError(f"{name}: {what} must be a GPUArray; got {type(x).__name__}")
+    if x.dtype.kind == "c" and name in _NO_COMPLEX:
+        raise TypeError(complex_unsupported(name, x.dtype))
     return x
 
 
@@ -257,6 +272,15 @@ def _scan_dtypes(name: str, x: GPUArray, dtype: Any) -> tuple[np.dtype[Any], np.
 def _scan(name: str, op: ScanOp, x: Any, axis: Any, dtype: Any) -> GPUArray:
     array = _array(name, x)
     result_dtype, acc = _scan_dtypes(name, array, dtype)
+    if result_dtype.kind == "c":  # composed from the real kernels (pygpukit._complex)
+        if axis is None or array.ndim == 0:
+            array = array.reshape(-1)
+        ax = 0 if axis is None else _axis(name, axis, array.ndim)
+        if array.dtype != result_dtype:
+            array = array.astype(result_dtype)
+        if name == "cumprod":  # a parallel prefix of complex products
+            return hooks.complex.cumprod(array, ax)
+        return from_pairs(_scan(name, op, complex_pairs(array), ax, None))  # the float view's
     if axis is None or array.ndim == 0:  # NumPy scans a 0-d array as one element
         array = _contiguous(array).reshape(-1)
     ax = 0 if axis is None else _axis(name, axis, array.ndim)
@@ -439,6 +463,8 @@ def unique(x: GPUArray, return_index: bool = False, return_inverse: bool = False
         raise ValueError("unique: only axis=None is supported")
     if not equal_nan:
         raise ValueError("unique: only equal_nan=True is supported")
+    if array.dtype.kind == "c":  # lexicographic: composed (pygpukit._complex)
+        return hooks.complex.unique(array, return_index, return_inverse, return_counts)
     runtime = array._rt
     flat = _contiguous(array).reshape(1, -1)
     n = flat.shape[1]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pygpukit import _layout, _spill
-from pygpukit._array import GPUArray
+from pygpukit._array import GPUArray, hooks
 from pygpukit._dtypes import normalize_dtype
 from pygpukit._stream import Stream
 from pygpukit._stream import stream_for_runtime as _stream_of
@@ -78,6 +78,10 @@ def _overlaps(a: GPUArray, b: GPUArray) -> bool:
 
 def copy_into(src: GPUArray, dst: GPUArray) -> None:
     """``dst[...] = src`` with broadcasting and casting, on ``dst``'s device and stream."""
+    if src.dtype.kind == "c" or dst.dtype.kind == "c":  # copies of the float parts
+        check_same_device(src, dst, op="copy")
+        hooks.complex.copy(src, dst)
+        return
     runtime = check_same_device(src, dst, op="copy")
     if dst.size == 0:
         _layout.broadcast_shapes(src.shape, dst.shape)
@@ -97,6 +101,9 @@ def copy_into(src: GPUArray, dst: GPUArray) -> None:
 
 def fill(dst: GPUArray, value: Any) -> None:
     """Set every element of ``dst`` to the scalar ``value`` (cast as NumPy would)."""
+    if dst.dtype.kind == "c" or isinstance(value, (complex, np.complexfloating)):
+        hooks.complex.fill(dst, value)
+        return
     stream = _stream_of(dst._rt)
     touch(stream, written=dst)
     if dst.size:
@@ -107,12 +114,12 @@ def assign(dst: GPUArray, value: Any) -> None:
     """``dst[...] = value`` for a GPUArray, a NumPy array, a nested list or a scalar."""
     if isinstance(value, GPUArray):
         copy_into(value, dst)
-    elif isinstance(value, (bool, int, float, np.generic)) and np.ndim(value) == 0:
+    elif isinstance(value, (bool, int, float, complex, np.generic)) and np.ndim(value) == 0:
         _layout.broadcast_shapes((), dst.shape)
         fill(dst, value)
     else:
         host = np.asarray(value)
-        if host.dtype.kind not in "biuf" and host.dtype != np.dtype("V2"):
+        if host.dtype.kind not in "biufc" and host.dtype != np.dtype("V2"):
             normalize_dtype(host.dtype, argument="value.dtype")
         copy_into(upload(dst._rt, host), dst)
 

@@ -8,7 +8,8 @@ already has the standard's signature and semantics it is the same object; the ot
 ``clip(min=, max=)``, ``concat``, ``permute_dims``, ...) come from ``pygpukit._array_api``.
 
 What PyGPUkit holds of the standard: dtypes ``bool int8 int16 int32 int64 uint8 float32
-float64`` (no uint16/32/64, no complex); the elementwise, creation, data type, manipulation,
+float64 complex64 complex128`` (no uint16/32/64; complex composed from the real kernels, see
+``pygpukit._complex``); the elementwise, creation, data type, manipulation,
 statistical, searching, utility and linear algebra functions.  Elementwise functions without a
 kernel of their own (``acos``, ``atan2``, ``hypot``, ...) are composed from existing kernels
 (``pygpukit._elementwise`` lists how).  Sorting, sets, scans and indexing come from
@@ -83,8 +84,19 @@ from pygpukit._array_api_sorting import (
     unique_inverse,
     unique_values,
 )
+from pygpukit._complex import conj, imag, real
 from pygpukit._dtypes import bool_ as bool
-from pygpukit._dtypes import float32, float64, int8, int16, int32, int64, uint8
+from pygpukit._dtypes import (
+    complex64,
+    complex128,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 from pygpukit._elementwise import (
     acos,
     acosh,
@@ -96,11 +108,9 @@ from pygpukit._elementwise import (
     bitwise_invert,
     bitwise_left_shift,
     bitwise_right_shift,
-    conj,
     copysign,
     cosh,
     hypot,
-    imag,
     isfinite,
     log2,
     log10,
@@ -108,7 +118,6 @@ from pygpukit._elementwise import (
     nextafter,
     positive,
     pow,
-    real,
     signbit,
     sinh,
     tan,
@@ -188,7 +197,8 @@ __all__ = [
     "any", "arange", "argmax", "argmin", "argsort", "asarray", "asin", "asinh", "astype", "atan",
     "atan2", "atanh", "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
     "bitwise_right_shift", "bitwise_xor", "bool", "broadcast_arrays", "broadcast_to", "can_cast",
-    "ceil", "clip", "concat", "conj", "copysign", "cos", "cosh", "count_nonzero",
+    "ceil", "clip", "complex64", "complex128", "concat", "conj", "copysign", "cos", "cosh",
+    "count_nonzero",
     "cumulative_prod", "cumulative_sum", "diff", "divide", "e", "empty", "empty_like", "equal",
     "exp", "expand_dims", "expm1", "eye", "finfo", "flip", "float32", "float64", "floor",
     "floor_divide", "from_dlpack", "full", "full_like", "greater", "greater_equal", "hypot",
