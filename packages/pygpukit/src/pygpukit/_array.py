@@ -680,7 +680,7 @@ _SQUARE_INT_OR_FLOAT = _SQUARE_FLOAT | frozenset(
 
 
 def _squares(x: GPUArray, exponent: object) -> bool:
-    """Whether ``x ** exponent`` is ``square(x)``: a Python 2 (int for numbers, float for floats)."""
+    """Whether ``x ** exponent`` is ``square(x)``: a Python 2 (int: numbers; float: floats)."""
     if exponent.__class__ is int:
         return exponent == 2 and x.dtype in _SQUARE_INT_OR_FLOAT
     return exponent.__class__ is float and exponent == 2.0 and x.dtype in _SQUARE_FLOAT
