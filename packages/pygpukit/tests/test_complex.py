@@ -795,11 +795,11 @@ def test_launch_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert got == {label: n for label, (_, n) in expected.items()}
 
 
+@pytest.mark.parametrize("backend", ["cpu"], indirect=True)
 def test_runtime_refuses_complex(backend: str) -> None:
     """The CPU runtime's kernel calls refuse complex arrays, as the kernels' dtype codes do:
-    every test here that passes on the CPU ran only real kernels."""
-    if backend != "cpu":
-        pytest.skip("the CPU simulation's check")
+    every test here that passes on the CPU ran only real kernels (a check of the CPU
+    simulation, so it runs there only)."""
     z = gp.zeros(3, C64)
     with pytest.raises(TypeError, match="unary: not supported for complex dtype complex64"):
         z._rt.unary(0, z, z, F32, gp.current_stream())

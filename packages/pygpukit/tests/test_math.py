@@ -209,7 +209,7 @@ def test_power_of_two_is_square_as_numpy_computes_it(backend: str, dtype: Any) -
     assert np.array_equal((g[:16] ** 2).to_numpy(), np.square(a[:16]))
     # other exponents and reflected power stay pow
     check(g[:8] ** 3, a[:8] ** 3)
-    if np.dtype(dtype).kind == "f":
+    if np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64)):  # no overflow
         check(2 ** g[:8], 2 ** a[:8])
 
 
