@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.metadata
+import json
 import math
 import os
 import platform
 import re
 import statistics
+import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -188,6 +191,36 @@ def absolute_verdict(figure: dict[str, float], limit: float, *, better: str = "l
     """``"met"`` when every run is within an absolute limit (µs, ms), else ``"not met"``."""
     ok = figure["max"] <= limit if better == "lower" else figure["min"] >= limit
     return "met" if ok else "not met"
+
+
+def run_sections(sections: Sequence[tuple[str, Callable[[], dict[str, Any]]]],
+                 wanted: Callable[[str], bool]) -> dict[str, Any]:
+    """One run of a benchmark made of sections: each wanted one timed, a failing one recorded.
+
+    A section that raises is kept as ``{"error": ...}`` (the others still run; the script
+    exits non-zero through :func:`failed_sections`); each gets its ``section_seconds``.
+    """
+    run: dict[str, Any] = {}
+    for key, fn in sections:
+        if not wanted(key):
+            continue
+        t = time.perf_counter()
+        try:
+            run[key] = fn()
+        except Exception as exc:  # keep the other sections; recorded, non-zero exit
+            run[key] = {"error": f"{type(exc).__name__}: {exc}"}
+        run[key]["section_seconds"] = time.perf_counter() - t
+        print(f"== {key}", json.dumps(run[key], indent=1, default=str)[:3000], flush=True)
+    return run
+
+
+def failed_sections(runs: Sequence[dict[str, Any]], out: Any) -> int:
+    """Exit status of a sectioned benchmark: 1 (naming them) if a section failed in a run."""
+    failed = sorted({key for r in runs for key, value in r.items() if "error" in value})
+    if failed:
+        print(f"failed sections: {', '.join(failed)} (errors in {out})", file=sys.stderr)
+        return 1
+    return 0
 
 
 def repeat_runs(runs: int, one_run: Callable[[int], Any]) -> list[Any]:

@@ -38,9 +38,11 @@ from _runs import (
     absolute_verdict,
     add_runs_argument,
     aggregate,
+    failed_sections,
     repeat_runs,
     report_head,
     require_commit,
+    run_sections,
 )
 
 import pygpukit as gp
@@ -494,18 +496,7 @@ def main() -> int:
     ]
 
     def one_run(_: int) -> dict[str, Any]:
-        run: dict[str, Any] = {}
-        for key, fn in sections:
-            if key not in only or (key == "green" and not cuda):
-                continue
-            t = time.perf_counter()
-            try:
-                run[key] = fn()
-            except Exception as exc:  # keep the other sections; recorded, non-zero exit
-                run[key] = {"error": f"{type(exc).__name__}: {exc}"}
-            run[key]["section_seconds"] = time.perf_counter() - t
-            print(f"== {key}", json.dumps(run[key], indent=1, default=str)[:3000], flush=True)
-        return run
+        return run_sections(sections, lambda key: key in only and (key != "green" or cuda))
 
     runs = repeat_runs(args.runs, one_run)
     report = report_head("bench_partition", args.runs, backend=gp.backend(),
@@ -525,11 +516,7 @@ def main() -> int:
     report["verdicts"] = verdicts
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {args.out}: {json.dumps(verdicts)}")
-    failed = sorted({key for r in runs for key, value in r.items() if "error" in value})
-    if failed:
-        print(f"failed sections: {', '.join(failed)} (errors in {args.out})", file=sys.stderr)
-        return 1
-    return 0
+    return failed_sections(runs, args.out)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _runs import add_runs_argument, aggregate, repeat_runs, report_head, require_commit
+from _runs import (
+    add_runs_argument,
+    aggregate,
+    failed_sections,
+    repeat_runs,
+    report_head,
+    require_commit,
+    run_sections,
+)
 
 MiB = 1 << 20
 TARGET = 0.8  # spill / restore bandwidth as a fraction of the pinned copy's
@@ -266,18 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
 
     def one_run(_: int) -> dict[str, Any]:
-        run: dict[str, Any] = {}
-        for key, fn in sections:
-            if key not in only:
-                continue
-            t = time.perf_counter()
-            try:
-                run[key] = fn()
-            except Exception as exc:  # keep the other section; recorded, non-zero exit
-                run[key] = {"error": f"{type(exc).__name__}: {exc}"}
-            run[key]["section_seconds"] = time.perf_counter() - t
-            print(f"== {key}", json.dumps(run[key], indent=1, default=str)[:3000], flush=True)
-        return run
+        return run_sections(sections, lambda key: key in only)
 
     runs = repeat_runs(args.runs, one_run)
     report = report_head("bench_spill", args.runs, backend=gp.backend(),
@@ -295,11 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     report["verdicts"] = verdicts
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {args.out}: {json.dumps(verdicts)}")
-    failed = sorted({key for r in runs for key, value in r.items() if "error" in value})
-    if failed:
-        print(f"failed sections: {', '.join(failed)} (errors in {args.out})", file=sys.stderr)
-        return 1
-    return 0
+    return failed_sections(runs, args.out)
 
 
 if __name__ == "__main__":
