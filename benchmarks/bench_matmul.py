@@ -1,5 +1,7 @@
 """Matrix products against cuBLAS (through torch), side by side in the same run on the same GPU.
 
+``--sweep`` measures issue 13's shape sweep instead (M x N = K, float16 and bfloat16, each
+case's target 90% of cuBLAS, and the geometric mean per dtype: benchmark "matmul_sweep").
 Cases (the targets of issue 05): float16 and bfloat16 at 2048³ (≥ 85% of cuBLAS), 4096³ and
 8192³ (≥ 95%); float32 TF32 at 4096³ and 8192³ (≥ 90%, torch with allow_tf32); exact float32
 (precision "highest") at 4096³ and 8192³ (≥ 90%, torch with TF32 off, i.e. cuBLAS SGEMM); the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ from _runs import (
     repeat_runs,
     report_head,
     require_commit,
+    spread,
     verdict,
 )
 from _timing import median_event_ms, torch_event
@@ -59,6 +63,29 @@ def cases(quick: bool) -> list[dict[str, Any]]:
                                 layout=layout, target=80))
     if quick:
         out = [c for c in out if c["m"] * c["n"] * c["k"] <= 4096**3]
+    return out
+
+
+#: Issue 13's sweep: M x (N = K), row-major float16 and bfloat16 operands, each >= 90% of cuBLAS
+#: and the geometric mean >= 100% (``--sweep``).
+SWEEP_M = (64, 128, 256, 512, 1024, 2048, 4096)
+SWEEP_NK = (1024, 2048, 4096, 8192)
+
+
+def sweep_cases() -> list[dict[str, Any]]:
+    """The ``--sweep`` cases (target: 90% of cuBLAS each)."""
+    return [dict(dtype=dtype, precision=None, m=m, n=nk, k=nk, layout="matmul", target=90)
+            for dtype in ("float16", "bfloat16") for m in SWEEP_M for nk in SWEEP_NK]
+
+
+def geomeans(per_run: list[list[dict[str, Any]]], todo: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per dtype, the geometric mean of % of cuBLAS over the cases, as a spread over the runs."""
+    out: dict[str, Any] = {}
+    for dtype in sorted({c["dtype"] for c in todo}):
+        idx = [i for i, c in enumerate(todo) if c["dtype"] == dtype]
+        values = [math.exp(sum(math.log(run[i]["pct_of_cublas"]) for i in idx) / len(idx))
+                  for run in per_run]
+        out[dtype] = spread(values)
     return out
 
 
@@ -123,13 +150,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed samples per round")
     parser.add_argument("--batch", type=int, default=10, help="products per timed interval")
     parser.add_argument("--quick", action="store_true", help="skip the 8192³ cases")
+    parser.add_argument("--sweep", action="store_true",
+                        help="issue 13's shape sweep instead (M x N=K, float16/bfloat16)")
     parser.add_argument("--out", type=Path, required=True)
     add_runs_argument(parser)
     args = parser.parse_args()
     require_commit()
     assert gp.backend() == "cuda", "the benchmark needs the CUDA backend"
 
-    todo = cases(args.quick)
+    todo = sweep_cases() if args.sweep else cases(args.quick)
     per_run = repeat_runs(args.runs, lambda i: [run_case(case, args.repeat, args.batch, i == 0)
                                                  for case in todo])
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -145,7 +174,12 @@ def main() -> None:
         # Kept for readers of the old files: every run at or above the target, and accurate.
         row["met"] = row["verdict"] == "met" or (case["target"] is None and row["accurate"])
         rows.append(row)
-    report = report_head("matmul", args.runs, batch=args.batch, repeat=args.repeat, rows=rows)
+    extra: dict[str, Any] = {}
+    if args.sweep:
+        extra["geomean_pct_of_cublas"] = geomeans(per_run, todo)
+        extra["geomean_target"] = 100.0
+    report = report_head("matmul_sweep" if args.sweep else "matmul", args.runs,
+                         batch=args.batch, repeat=args.repeat, rows=rows, **extra)
     args.out.write_text(json.dumps(report, indent=2))
     print(f"matmul vs cuBLAS on {report['device']}, {args.runs} runs: median [min-max]")
     print(f"  {'case':44} {'ours TF/s':>9} {'cuBLAS':>8} {'% of cuBLAS':>21} {'target':>6} "
@@ -157,6 +191,9 @@ def main() -> None:
         pct = f"{p['median']:6.1f} [{p['min']:5.1f}-{p['max']:5.1f}]"
         print(f"  {case:44} {r['ours_tflops']['median']:9.1f} {r['torch_tflops']['median']:8.1f} "
               f"{pct:>21} {target:>6} {r['rel_error']:9.2e}  {r['verdict']:8} {r['kernel']}")
+    for dtype, g in extra.get("geomean_pct_of_cublas", {}).items():
+        print(f"  geometric mean {dtype}: {g['median']:.1f}% of cuBLAS "
+              f"[{g['min']:.1f}-{g['max']:.1f}]")
 
 
 if __name__ == "__main__":

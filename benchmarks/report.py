@@ -63,7 +63,8 @@ SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch":
          "jit": "jit", "array": "array", "elementwise": "elementwise",
          "bench_partition": "partition", "small_ops": "small-ops", "random": "random",
          "sort": "sort", "indexing": "indexing", "link_ab": "link-ab",
-         "dask": "dask", "bench_spill": "spill"}
+         "dask": "dask", "bench_spill": "spill",
+         "matmul_sweep": "matmul-sweep"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -647,6 +648,17 @@ def render_small_ops(doc: Doc) -> str:
     return "\n".join(lines)
 
 
+def render_matmul_sweep(doc: Doc) -> str:
+    lines = [render_matmul(doc), ""]
+    for dtype, g in doc.get("geomean_pct_of_cublas").items():
+        fig = doc.fig(g, f"geomean_pct_of_cublas.{dtype}")
+        target = doc.get("geomean_target")
+        lines.append(f"Geometric mean over the {dtype} shapes: {cell(fig, 1, '%')} of cuBLAS "
+                     f"(target {target:.0f}%: "
+                     f"{verdict(fig, better='higher', target=target, parity=100.0)}).")
+    return "\n".join(lines)
+
+
 def render_dask(doc: Doc) -> str:
     d = doc.data
     sq, mm, task = doc.get("square_sum"), doc.get("matmul"), doc.get("per_task")
@@ -703,6 +715,7 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "sort": render_sort,
     "link-ab": render_link_ab,
     "dask": render_dask,
+    "matmul-sweep": render_matmul_sweep,
     "spill": render_spill,
 }
 README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {

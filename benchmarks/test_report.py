@@ -177,7 +177,8 @@ def current_files() -> dict[str, dict[str, Any]]:
     files["random-h200.json"] = random_file()
     files["link-ab-h200.json"] = link_ab_file()
     for name, benchmark in (("sort-h100.json", "sort"), ("indexing-h100.json", "indexing"),
-                            ("dask-h100.json", "dask")):
+                            ("dask-h100.json", "dask"),
+                            ("matmul-sweep-h100.json", "matmul_sweep")):
         body = {k: v for k, v in legacy(name).items() if k not in STRIP}  # measured files
         files[name.replace("h100", "h200")] = {**head(benchmark, 3), **body}
     files["spill-h200.json"] = spill_file()
