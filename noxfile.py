@@ -280,7 +280,7 @@ def gpu_prepare(session: nox.Session) -> None:
 
 def _stage_array_api_tests(session: nox.Session, suite: Path, wheels_dir: Path) -> None:
     """Copy a checkout of data-apis/array-api-tests (with its spec submodule) and the wheels of
-    its requirements (hypothesis, ndindex) for CPython 3.12 into .gpu/."""
+    its requirements (hypothesis, ndindex, pytest-json-report) for CPython 3.12 into .gpu/."""
     if not (suite / "array_api_tests").is_dir() or not (suite / "array-api" / "spec").is_dir():
         session.error(f"ARRAY_API_TESTS_DIR={suite} is not a checkout of array-api-tests with "
                       "its array-api submodule (see nox -s array_api)")
@@ -293,7 +293,7 @@ def _stage_array_api_tests(session: nox.Session, suite: Path, wheels_dir: Path) 
     session.run("python", "-m", "pip", "download", "--only-binary=:all:", "--python-version",
                 "3.12", "--platform", "manylinux_2_17_x86_64", "--platform",
                 "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64", "-d",
-                str(wheels_dir), "hypothesis>=6.151.0", "ndindex>=1.8")
+                str(wheels_dir), "hypothesis>=6.151.0", "ndindex>=1.8", "pytest-json-report>=1.5")
 
 
 @nox.session(venv_backend="none")

@@ -62,11 +62,6 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     (r"test_has_names\[(linalg|fft)-",
      "the linalg and fft extensions are not offered: PyGPUkit has no factorizations, solvers "
      "or FFTs (pygpukit.linalg holds the norms and products it has)"),
-    (r"(sort|unique|cumulative|searchsorted|diff)",
-     "sorting, scans and sets come from pygpukit._sorting, looked up by name: not in this build"),
-    (r"(take|nonzero|flip|roll|repeat|tile|getitem_arrays|item_masking)",
-     "integer-array / boolean indexing and its functions come from pygpukit._indexing: not in "
-     "this build"),
     (r"at most 16 dimensions",
      "PyGPUkit arrays have at most 16 dimensions (the kernels' limit, which "
      "capabilities()['max dimensions'] reports); hypothesis drew more"),

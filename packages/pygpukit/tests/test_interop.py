@@ -23,6 +23,24 @@ def test_dlpack_device_and_numpy_round_trip(backend: str) -> None:
         assert gp.from_dlpack(np.arange(5)).tolist() == [0, 1, 2, 3, 4]
 
 
+def test_dlpack_export_to_the_host_copies(backend: str) -> None:
+    # The standard's dl_device=(kDLCPU, 0): a CUDA array is copied to the host (not with
+    # copy=False); a CPU-simulation array is already there.
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    arr = gp.from_numpy(host)
+    back = np.from_dlpack(arr, device="cpu")
+    np.testing.assert_array_equal(back, host)
+    np.testing.assert_array_equal(np.from_dlpack(arr.T, device="cpu"), host.T)
+    if backend == "cuda":
+        with pytest.raises(BufferError, match="copy=False"):
+            arr.__dlpack__(dl_device=(1, 0), copy=False)
+        with pytest.raises(BufferError, match="differs"):
+            arr.__dlpack__(dl_device=(2, 5))
+    else:
+        with pytest.raises(BufferError, match="differs"):
+            arr.__dlpack__(dl_device=(2, 0))
+
+
 def test_capsules_release_their_array(backend: str) -> None:
     gc.collect()
     before = gp.memory_stats()["allocated_bytes"]

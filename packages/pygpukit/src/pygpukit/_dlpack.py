@@ -169,6 +169,16 @@ def export_capsule(array: GPUArray, *, stream: Any, max_version: Any, dl_device:
                    copy: Any) -> Any:
     """Build the ``__dlpack__`` capsule of ``array``."""
     device = device_tuple(array)
+    if dl_device is not None and tuple(dl_device) == (KDL_CPU, 0) and device[0] == KDL_CUDA:
+        # The standard's export to the host: a copy (refused when copy=False).
+        if copy is False:
+            raise BufferError("dl_device: the host (1, 0) needs a copy of a CUDA array; "
+                              "copy=False forbids it")
+        host = array.to_numpy()
+        try:
+            return host.__dlpack__(max_version=max_version)
+        except TypeError:  # NumPy before 2.1 takes no max_version
+            return host.__dlpack__()
     if dl_device is not None and tuple(dl_device) != device:
         raise BufferError(f"dl_device: {tuple(dl_device)} differs from the array's {device}; "
                           "only export on the array's own device is supported")
