@@ -64,7 +64,7 @@ SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch":
          "bench_partition": "partition", "small_ops": "small-ops", "random": "random",
          "sort": "sort", "indexing": "indexing", "link_ab": "link-ab",
          "dask": "dask", "bench_spill": "spill",
-         "matmul_sweep": "matmul-sweep"}
+         "matmul_sweep": "matmul-sweep", "nccl": "nccl"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -659,6 +659,29 @@ def render_matmul_sweep(doc: Doc) -> str:
     return "\n".join(lines)
 
 
+def render_nccl(doc: Doc) -> str:
+    n = doc.get("nranks")
+    rows = []
+    for i, r in enumerate(doc.get("rows")):
+        ratio = ""
+        if "busbw_vs_torch" in r:
+            fig = doc.fig(r["busbw_vs_torch"], f"rows[{i}].busbw_vs_torch")
+            ratio = (f"{ratio_cell(fig, better='higher', digits=3, unit=TIMES)} "
+                     f"({judge(doc, fig, better='higher')})")
+        rows.append([r["op"], cell(doc.fig(r["ms"], f"rows[{i}].ms"), 2),
+                     cell(doc.fig(r["algbw_GBps"], f"rows[{i}].algbw_GBps"), 1),
+                     cell(doc.fig(r["busbw_GBps"], f"rows[{i}].busbw_GBps"), 1), ratio,
+                     r.get("verdict", "")])
+    target = doc.data.get("target_busbw_vs_torch")
+    return "\n".join([
+        source_line(doc), "",
+        f"{n} ranks, one GPU each; NCCL {doc.data.get('nccl_pygpukit')} for pygpukit, "
+        f"{doc.data.get('nccl_torch')} for torch; bus bandwidth by nccl-tests' formula "
+        f"(2(n-1)/n x algorithm bandwidth).", "",
+        table(["op", "ms", "algbw GB/s", "busbw GB/s", "busbw vs torch", "target "
+               f"(>= {target}x)"], "lrrrrl", rows)])
+
+
 def render_dask(doc: Doc) -> str:
     d = doc.data
     sq, mm, task = doc.get("square_sum"), doc.get("matmul"), doc.get("per_task")
@@ -716,6 +739,7 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "link-ab": render_link_ab,
     "dask": render_dask,
     "matmul-sweep": render_matmul_sweep,
+    "nccl": render_nccl,
     "spill": render_spill,
 }
 README_BLOCKS: dict[str, tuple[str, Callable[[Doc], str]]] = {

@@ -176,6 +176,7 @@ def current_files() -> dict[str, dict[str, Any]]:
     files["small-ops-h200.json"] = {**head("small_ops", 3), **small}
     files["random-h200.json"] = random_file()
     files["link-ab-h200.json"] = link_ab_file()
+    files["nccl-h200.json"] = nccl_file()
     for name, benchmark in (("sort-h100.json", "sort"), ("indexing-h100.json", "indexing"),
                             ("dask-h100.json", "dask"),
                             ("matmul-sweep-h100.json", "matmul_sweep")):
@@ -183,6 +184,23 @@ def current_files() -> dict[str, dict[str, Any]]:
         files[name.replace("h100", "h200")] = {**head(benchmark, 3), **body}
     files["spill-h200.json"] = spill_file()
     return files
+
+
+def nccl_file() -> dict[str, Any]:
+    """bench_nccl.py's shape (two ranks): ours and torch's all_reduce rows over 3 runs."""
+    runs = []
+    for algbw in (180.0, 184.0, 178.0):
+        rows = [{"op": "all_reduce sum f32 1 GiB (pygpukit.distributed)", "nranks": 2,
+                 "ms": 2**30 / algbw / 1e6, "algbw_GBps": algbw, "busbw_GBps": algbw},
+                {"op": "all_reduce sum f32 1 GiB (torch.distributed)", "nranks": 2,
+                 "ms": 2**30 / 185.0 / 1e6, "algbw_GBps": 185.0, "busbw_GBps": 185.0}]
+        rows[0]["busbw_vs_torch"] = algbw / 185.0
+        runs.append(rows)
+    rows = _runs.aggregate(runs)
+    rows[0]["verdict"] = _runs.verdict(rows[0]["busbw_vs_torch"], better="higher", target=0.9)
+    return {**head("nccl", 3), "nranks": 2, "bytes": 2**30, "iters": 20, "repeat": 5,
+            "nccl_pygpukit": "2.28.9", "nccl_pygpukit_path": "/site/nvidia/nccl/lib",
+            "nccl_torch": "2.28.9", "target_busbw_vs_torch": 0.9, "rows": rows}
 
 
 def link_ab_file() -> dict[str, Any]:
