@@ -114,6 +114,33 @@ def pct_of_copy(rows: list[dict[str, Any]], ceiling_gbps: float) -> None:
         row["pct_of_copy"] = 100 * row["GB/s"] / ceiling_gbps
 
 
+def ceiling_row(copy_ms: float, nbytes: int,
+                policy: str = "into an existing tensor") -> dict[str, Any]:
+    """The row of torch's ``copy_`` of ``nbytes`` (read + written): the bandwidth ceiling."""
+    return {"op": "torch copy_ f32 (ceiling)", "policy": policy, "bytes": nbytes,
+            "ms": copy_ms, "GB/s": gbps(nbytes, copy_ms)}
+
+
+def paired_rows(op: str, policy: str, nbytes: int, ours_ms: float, torch_ms: float,
+                ours_extra: dict[str, Any] | None = None,
+                torch_extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The pygpukit row (with ``speed_vs_torch``: torch's time / ours) and the torch row of one
+    op moving ``nbytes``; ``*_extra`` go in after the policy (e.g. the calls made)."""
+    return [{"op": f"{op} (pygpukit)", "policy": policy, **(ours_extra or {}), "bytes": nbytes,
+             "ms": ours_ms, "GB/s": gbps(nbytes, ours_ms), "speed_vs_torch": torch_ms / ours_ms},
+            {"op": f"{op} (torch)", "policy": policy, **(torch_extra or {}), "bytes": nbytes,
+             "ms": torch_ms, "GB/s": gbps(nbytes, torch_ms)}]
+
+
+def torch_verdicts(rows: list[dict[str, Any]]) -> None:
+    """Add each aggregated pygpukit row's verdict on its speed vs torch (> 1: faster)."""
+    from _runs import verdict
+
+    for row in rows:
+        if "speed_vs_torch" in row:
+            row["verdict"] = verdict(row["speed_vs_torch"], better="higher")
+
+
 def print_bandwidth_rows(title: str, rows: list[dict[str, Any]]) -> None:
     """Print aggregated bandwidth rows: median (min-max) over the runs."""
     print(title)

@@ -34,9 +34,16 @@ from _runs import (
     repeat_runs,
     report_head,
     require_commit,
-    verdict,
 )
-from _timing import gbps, median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
+from _timing import (
+    ceiling_row,
+    median_event_ms,
+    paired_rows,
+    pct_of_copy,
+    print_bandwidth_rows,
+    torch_event,
+    torch_verdicts,
+)
 
 import pygpukit as gp
 
@@ -122,26 +129,17 @@ def main() -> None:
     ceiling_out = torch.empty_like(tx)
 
     def one_run(_: int) -> list[dict[str, Any]]:
-        copy_ms = theirs(lambda: ceiling_out.copy_(tx))
-        ceiling = gbps(8 * n, copy_ms)
-        rows: list[dict[str, Any]] = [
-            {"op": "torch copy_ f32 (ceiling)", "policy": INTO, "bytes": 8 * n, "ms": copy_ms,
-             "GB/s": ceiling}]
+        ceiling = ceiling_row(theirs(lambda: ceiling_out.copy_(tx)), 8 * n, INTO)
+        rows = [ceiling]
         for op, policy, nbytes, mine, torch_fn, calls in cases:
-            ours_ms, theirs_ms = ours(mine), theirs(torch_fn)
             ours_call, torch_call = calls.split(" | ")
-            rows.append({"op": f"{op} (pygpukit)", "policy": policy, "calls": ours_call,
-                         "bytes": nbytes, "ms": ours_ms, "GB/s": gbps(nbytes, ours_ms),
-                         "speed_vs_torch": theirs_ms / ours_ms})
-            rows.append({"op": f"{op} (torch)", "policy": policy, "calls": torch_call,
-                         "bytes": nbytes, "ms": theirs_ms, "GB/s": gbps(nbytes, theirs_ms)})
-        pct_of_copy(rows, ceiling)
+            rows += paired_rows(op, policy, nbytes, ours(mine), theirs(torch_fn),
+                                {"calls": ours_call}, {"calls": torch_call})
+        pct_of_copy(rows, ceiling["GB/s"])
         return rows
 
     rows = aggregate(repeat_runs(args.runs, one_run))
-    for r in rows:
-        if "speed_vs_torch" in r:  # torch time / ours per run: > 1 is faster than torch
-            r["verdict"] = verdict(r["speed_vs_torch"], better="higher")
+    torch_verdicts(rows)
     report = report_head("copy_cast", args.runs, source_mib=args.mib, repeat=args.repeat,
                          batch=args.batch, rows=rows)
     args.out.write_text(json.dumps(report, indent=2))

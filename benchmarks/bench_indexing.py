@@ -39,7 +39,15 @@ from _runs import (
     require_commit,
     verdict,
 )
-from _timing import gbps, median_event_ms, pct_of_copy, print_bandwidth_rows, torch_event
+from _timing import (
+    ceiling_row,
+    median_event_ms,
+    paired_rows,
+    pct_of_copy,
+    print_bandwidth_rows,
+    torch_event,
+    torch_verdicts,
+)
 
 import pygpukit as gp
 
@@ -124,25 +132,16 @@ def main() -> None:
     ceiling_out = torch.empty_like(ceiling_src)
 
     def one_run(_: int) -> list[dict[str, Any]]:
-        copy_ms = theirs(lambda: ceiling_out.copy_(ceiling_src))
-        ceiling = gbps(8 * m, copy_ms)
-        rows: list[dict[str, Any]] = [
-            {"op": "torch copy_ f32 (ceiling)", "policy": "into an existing tensor",
-             "bytes": 8 * m, "ms": copy_ms, "GB/s": ceiling}]
+        ceiling = ceiling_row(theirs(lambda: ceiling_out.copy_(ceiling_src)), 8 * m)
+        rows = [ceiling]
         for op, policy, nbytes, mine, torch_fn in cases:
-            ours_ms, theirs_ms = ours(mine), theirs(torch_fn)
-            rows.append({"op": f"{op} (pygpukit)", "policy": policy, "bytes": nbytes,
-                         "ms": ours_ms, "GB/s": gbps(nbytes, ours_ms),
-                         "speed_vs_torch": theirs_ms / ours_ms})
-            rows.append({"op": f"{op} (torch)", "policy": policy, "bytes": nbytes,
-                         "ms": theirs_ms, "GB/s": gbps(nbytes, theirs_ms)})
-        pct_of_copy(rows, ceiling)
+            rows += paired_rows(op, policy, nbytes, ours(mine), theirs(torch_fn))
+        pct_of_copy(rows, ceiling["GB/s"])
         return rows
 
     rows = aggregate(repeat_runs(args.runs, one_run))
+    torch_verdicts(rows)
     for r in rows:
-        if "speed_vs_torch" in r:  # torch time / ours per run: > 1 is faster than torch
-            r["verdict"] = verdict(r["speed_vs_torch"], better="higher")
         if r["op"].startswith("mask select") and r["op"].endswith("(pygpukit)"):
             r["target_80pct_of_copy"] = verdict(r["pct_of_copy"], better="higher", target=80.0)
     report = report_head("indexing", args.runs, log2_gather=args.log2_gather,

@@ -37,11 +37,14 @@ from _runs import (
 )
 from _timing import (
     CupyEvent,
+    ceiling_row,
     gbps,
     median_event_ms,
+    paired_rows,
     pct_of_copy,
     print_bandwidth_rows,
     torch_event,
+    torch_verdicts,
 )
 
 import pygpukit as gp
@@ -111,33 +114,25 @@ def main() -> None:
     torch.cuda.synchronize()
 
     def one_run(_: int) -> list[dict[str, Any]]:
-        copy_ms = median_event_ms(lambda: ceiling_dst.copy_(ceiling_src), args.repeat,
-                                  torch_event, args.batch)
-        ceiling = gbps(8 * n, copy_ms)
-        rows: list[dict[str, Any]] = [
-            {"op": "torch copy_ f32 (ceiling)", "policy": "into an existing tensor",
-             "bytes": 8 * n, "ms": copy_ms, "GB/s": ceiling}]
+        ceiling = ceiling_row(median_event_ms(lambda: ceiling_dst.copy_(ceiling_src),
+                                              args.repeat, torch_event, args.batch), 8 * n)
+        rows = [ceiling]
         for op, policy, nbytes, mine, theirs, cupy_fn in cases:
             ours_ms = median_event_ms(mine, args.repeat, gp.Event, args.batch)
             torch_ms = median_event_ms(theirs, args.repeat, torch_event, args.batch)
-            rows.append({"op": f"{op} (pygpukit)", "policy": policy, "bytes": nbytes,
-                         "ms": ours_ms, "GB/s": gbps(nbytes, ours_ms),
-                         "speed_vs_torch": torch_ms / ours_ms})
-            rows.append({"op": f"{op} (torch)", "policy": policy, "bytes": nbytes,
-                         "ms": torch_ms, "GB/s": gbps(nbytes, torch_ms)})
+            rows += paired_rows(op, policy, nbytes, ours_ms, torch_ms)
             if cupy_fn is not None:
                 cupy_ms = median_event_ms(cupy_fn, args.repeat, CupyEvent, args.batch)
                 rows[-2]["speed_vs_cupy"] = cupy_ms / ours_ms
                 rows.append({"op": f"{op} (cupy)", "policy": policy, "bytes": nbytes,
                              "ms": cupy_ms, "GB/s": gbps(nbytes, cupy_ms)})
-        pct_of_copy(rows, ceiling)
+        pct_of_copy(rows, ceiling["GB/s"])
         return rows
 
     rows = aggregate(repeat_runs(args.runs, one_run))
     targets: dict[str, str] = {}
+    torch_verdicts(rows)
     for r in rows:
-        if "speed_vs_torch" in r:  # torch time / ours per run: > 1 is faster than torch
-            r["verdict"] = verdict(r["speed_vs_torch"], better="higher")
         if "speed_vs_cupy" in r:
             r["verdict_vs_cupy"] = verdict(r["speed_vs_cupy"], better="higher")
         if r["op"] == f"{HEADLINE} (pygpukit)" and r["policy"] == ALLOC:

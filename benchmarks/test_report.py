@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _runs  # noqa: E402
+import _timing  # noqa: E402
 import report  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -350,3 +351,19 @@ def test_renders_exactly_the_files_present(tree: Path) -> None:
     assert "`array-h200.json`" in results
     assert results.count("No result file for this benchmark") == len(report.RESULTS_BLOCKS) - 1
     assert "No `math` result file" in (tree / "README.md").read_text()
+
+
+def test_bandwidth_rows_as_the_scripts_wrote_them() -> None:
+    # The rows bench_math / bench_indexing / bench_random / bench_copy_cast build (one helper).
+    ceiling = _timing.ceiling_row(0.2, 8 << 20)
+    assert ceiling == {"op": "torch copy_ f32 (ceiling)", "policy": "into an existing tensor",
+                       "bytes": 8 << 20, "ms": 0.2, "GB/s": (8 << 20) / 0.2e-3 / 1e9}
+    ours, theirs = _timing.paired_rows("add f32", "out=", 3 << 20, 0.1, 0.12,
+                                       {"calls": "a"}, {"calls": "b"})
+    assert list(ours) == ["op", "policy", "calls", "bytes", "ms", "GB/s", "speed_vs_torch"]
+    assert ours["op"] == "add f32 (pygpukit)" and theirs["op"] == "add f32 (torch)"
+    assert ours["speed_vs_torch"] == 0.12 / 0.1 and "speed_vs_torch" not in theirs
+    assert theirs["calls"] == "b" and theirs["GB/s"] == (3 << 20) / 0.12e-3 / 1e9
+    rows = _runs.aggregate([[ceiling, ours, theirs], [ceiling, ours, theirs]])
+    _timing.torch_verdicts(rows)
+    assert rows[1]["verdict"] == "faster" and "verdict" not in rows[2]
