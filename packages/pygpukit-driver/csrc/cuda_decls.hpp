@@ -44,6 +44,35 @@ using CUarray = CUarray_st*;
 using CUhostFn = void (*)(void* userData);
 using CUoccupancyB2DSize = std::size_t (*)(int blockSize);
 
+struct CUkern_st;
+using CUkernel = CUkern_st*;
+using CUgraphNodeType = int;
+constexpr CUgraphNodeType CU_GRAPH_NODE_TYPE_KERNEL = 0;
+
+// CUgraphEdgeData (CUDA 12.3+): ports and type of an edge; all zero is a full dependency.
+struct CUgraphEdgeData {
+    unsigned char from_port;
+    unsigned char to_port;
+    unsigned char type;
+    unsigned char reserved[5];
+};
+static_assert(sizeof(CUgraphEdgeData) == 8, "CUgraphEdgeData layout");
+
+// CUDA_KERNEL_NODE_PARAMS (the _v2 layout of the 12.0 ABI: kern and ctx after extra).
+struct CUDA_KERNEL_NODE_PARAMS {
+    CUfunction func;
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    void** kernelParams;
+    void** extra;
+    CUkernel kern;
+    CUcontext ctx;
+};
+static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS layout");
+static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS, kernelParams) == 40,
+              "CUDA_KERNEL_NODE_PARAMS layout");
+
 struct CUuuid {
     unsigned char bytes[16];
 };

@@ -126,6 +126,22 @@
     X(cuGraphDestroy, "cuGraphDestroy", 12000, CUresult(CUgraph))                                \
     X(cuGraphExecDestroy, "cuGraphExecDestroy", 12000, CUresult(CUgraphExec))                    \
     X(cuGraphGetNodes, "cuGraphGetNodes", 12000, CUresult(CUgraph, CUgraphNode*, size_t*))       \
+    X(cuGraphNodeGetType, "cuGraphNodeGetType", 12000, CUresult(CUgraphNode, CUgraphNodeType*))  \
+    X(cuGraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2", 12000,                        \
+      CUresult(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*))                                           \
+    X(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2", 12000,                                    \
+      CUresult(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,                                \
+               const CUDA_KERNEL_NODE_PARAMS*))                                                  \
+    X(cuGraphDestroyNode, "cuGraphDestroyNode", 12000, CUresult(CUgraphNode))                    \
+    /* edges with their data (programmatic edges make the 12.0 queries lossy): CUDA 12.3+ */     \
+    X(cuGraphNodeGetDependencies, "cuGraphNodeGetDependencies_v2", 12030,                        \
+      CUresult(CUgraphNode, CUgraphNode*, CUgraphEdgeData*, size_t*))                            \
+    X(cuGraphNodeGetDependentNodes, "cuGraphNodeGetDependentNodes_v2", 12030,                    \
+      CUresult(CUgraphNode, CUgraphNode*, CUgraphEdgeData*, size_t*))                            \
+    X(cuGraphAddDependencies, "cuGraphAddDependencies_v2", 12030,                                \
+      CUresult(CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t)) \
+    X(cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040,                                           \
+      CUresult(CUfunction, size_t, size_t*, size_t*))                                            \
     /* peer access */                                                                            \
     X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 12000, CUresult(int*, CUdevice, CUdevice)) \
     X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 12000, CUresult(CUcontext, unsigned int))  \

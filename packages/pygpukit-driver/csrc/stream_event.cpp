@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "context.hpp"
+#include "graph_fuse.hpp"
 #include "loader.hpp"
 #include "pyutil.hpp"
 #include "resources.hpp"
@@ -128,6 +129,14 @@ public:
     bool closed() const {
         std::shared_lock<std::shared_mutex> lock(mu_);
         return graph_ == nullptr;
+    }
+    FuseCount fuse_small_steps(const std::unordered_map<CUfunction, int>& kinds,
+                               CUfunction program, unsigned block,
+                               const std::function<CUdeviceptr(std::size_t)>& alloc) {
+        std::unique_lock<std::shared_mutex> lock(mu_);  // edits the graph
+        CUgraph g = get_locked();
+        ScopedCurrent current(ref_.context());
+        return pgk::fuse_small_steps(g, kinds, program, block, alloc);
     }
     void close() {
         py::gil_scoped_release nogil;
@@ -379,6 +388,34 @@ void register_stream_event(py::module_& m) {
             },
             py::arg("flags") = 0, "cuGraphInstantiateWithFlags: a GraphExec.")
         .def_property_readonly("node_count", &Graph::node_count, "Number of nodes (cuGraphGetNodes).")
+        .def(
+            "fuse_small_steps",
+            [](Graph& g, const py::dict& kinds, py::handle program, py::handle block,
+               const py::function& alloc) {
+                std::unordered_map<CUfunction, int> table;
+                for (auto item : kinds)
+                    table.emplace(
+                        reinterpret_cast<CUfunction>(static_cast<std::uintptr_t>(
+                            to_u64(item.first, "kinds key"))),
+                        static_cast<int>(to_u64(item.second, "kinds value")));
+                auto fn = reinterpret_cast<CUfunction>(
+                    static_cast<std::uintptr_t>(to_u64(program, "program")));
+                const std::uint64_t threads = to_u64(block, "block");
+                if (threads == 0 || threads > 1024)
+                    throw py::value_error("block must be 1..1024 threads");
+                auto count = g.fuse_small_steps(
+                    table, fn, static_cast<unsigned>(threads), [&alloc](std::size_t nbytes) {
+                        return static_cast<CUdeviceptr>(
+                            to_u64(alloc(nbytes), "alloc(nbytes) result"));
+                    });
+                return py::make_tuple(count.steps, count.launches);
+            },
+            py::arg("kinds"), py::arg("program"), py::arg("block"), py::arg("alloc"),
+            "Replace each line of >= 2 kernel nodes of the functions `kinds` names (handle -> "
+            "step kind) with one launch of `program` over their steps, in device memory of "
+            "alloc(nbytes) (keep it alive with the graph's executables).  Returns (steps, "
+            "launches): kernel nodes replaced, program nodes made; (0, 0) when the driver is "
+            "older than CUDA 12.4.")
         .def_property_readonly("handle", &Graph::handle)
         .def_property_readonly("closed", &Graph::closed)
         .def("close", &Graph::close, "cuGraphDestroy (idempotent).")

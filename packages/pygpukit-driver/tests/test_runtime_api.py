@@ -281,6 +281,82 @@ def test_stream_capture_and_graph(run: Runner) -> None:
     )
 
 
+def test_graph_fuses_lines_of_small_kernels(run: Runner) -> None:
+    run(
+        """
+        import struct
+        ctx = use_device(0)
+        m = drv.Module.load_data(b"FAKECUBIN")
+        ew, cast, noop = (m.get_function(n) for n in ("small_ew_f32", "small_cast", "noop"))
+        program = m.get_function("small_program")
+        s = drv.Stream()
+        ew_l = drv.Launcher(ew, 3, 256, "iiPiPiqPiqPiqffq", stream=s)
+        cast_l = drv.Launcher(cast, 2, 256, "PiPiqq", stream=s)
+        noop_l = drv.Launcher(noop, 1, 32, "", stream=s)
+        drv.stream_begin_capture(s, drv.CaptureMode.RELAXED)
+        for k in range(3):                 # a line of three ...
+            ew_l(k, 7, 0x1000 + k, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.5, 2.5, 100 + k)
+        noop_l()                           # ... broken by a kernel the table does not name
+        cast_l(0x2000, 1, 0x3000, 2, 1, 33)
+        cast_l(0x2008, 1, 0x3008, 2, 0, 44)
+        noop_l()
+        ew_l(9, 9, 0x4000, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 5)  # a line of one: kept
+        g = drv.stream_end_capture(s)
+        assert g.node_count == 8
+        sizes = []
+        def alloc(nbytes):
+            sizes.append(nbytes)
+            p = drv.mem_alloc(nbytes)
+            blocks.append(p)
+            return p
+        blocks = []
+        kinds = {ew.handle: 0, cast.handle: 3}
+        expect(ValueError, g.fuse_small_steps, kinds, program.handle, 0, alloc)
+        assert g.fuse_small_steps(kinds, program.handle, 256, alloc) == (5, 2)
+        assert g.node_count == 8 - 5 + 2 and sizes == [5 * 136]
+        raw = bytearray(5 * 136)
+        drv.memcpy_dtoh(raw, blocks[0])
+        steps = [raw[i * 136:(i + 1) * 136] for i in range(5)]
+        assert [struct.unpack_from("<iI", st) for st in steps] == [(0, 3)] * 3 + [(3, 2)] * 2
+        for k in range(3):                 # the fake's packed parameter layout
+            kind, op, out = struct.unpack_from("<iiQ", steps[k], 8)
+            sa, sb, n = struct.unpack_from("<ffq", steps[k], 8 + 80)
+            assert (kind, op, out, sa, sb, n) == (k, 7, 0x1000 + k, 1.5, 2.5, 100 + k)
+        assert struct.unpack_from("<QiQiqq", steps[4], 8) == (0x2008, 1, 0x3008, 2, 0, 44)
+        assert g.fuse_small_steps(kinds, program.handle, 256, alloc) == (0, 0)  # nothing left
+        with g.instantiate() as exe:       # runs: program, noop, program, noop, ew
+            before = counter("fake_launch_count")
+            exe.launch(s); s.synchronize()
+            assert counter("fake_launch_count") - before == 5
+        g.close()
+        for p in blocks: drv.mem_free(p)
+        s.close(); m.close(); ctx.close()
+        assert outstanding() == 0 and counter("fake_bad_frees") == 0
+        """
+    )
+
+
+def test_graph_fusion_needs_a_cuda_12_4_driver(run: Runner, fake_driver_old: Path) -> None:
+    run(
+        """
+        ctx = use_device(0)
+        m = drv.Module.load_data(b"FAKECUBIN")
+        ew = m.get_function("small_ew_f32")
+        s = drv.Stream()
+        drv.stream_begin_capture(s, drv.CaptureMode.RELAXED)
+        for _ in range(2):
+            drv.Launcher(ew, 1, 256, "iiPiPiqPiqPiqffq", stream=s)(
+                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 1)
+        with drv.stream_end_capture(s) as g:
+            called = []
+            assert g.fuse_small_steps({ew.handle: 0}, ew.handle, 256, called.append) == (0, 0)
+            assert called == [] and g.node_count == 2
+        s.close(); m.close(); ctx.close()
+        """,
+        lib=fake_driver_old,
+    )
+
+
 def test_peer_access(run: Runner) -> None:
     run(
         """

@@ -24,6 +24,27 @@
 #include "pygpukit_kernels.h"
 #include "reduce_kernels.cuh"
 
+// ---- fused CUDA-graph steps (this fatbin's ABI with the driver binding's graph_fuse.cpp) ----
+// When a CUDA graph is captured, each line of these kernels that wait for one another is
+// replaced by one launch of pgk_small_program(steps, count) (one block of 256 threads): it runs
+// the steps in order, each as its kernel would (the same device functions, the kernel's blocks
+// one after another, so results are bit for bit the same), with a block barrier between steps.
+// A step names its kernel, the grid it was launched with, and holds the kernel's parameter
+// buffer as the driver lays it out (cuFuncGetParamInfo offsets).  Kinds: pygpukit_kernels'
+// SmallStep (a test compares).
+enum {
+  PGK_STEP_EW_F32 = 0, PGK_STEP_EW_F64 = 1, PGK_STEP_EW_I64 = 2, PGK_STEP_CAST = 3,
+  PGK_STEP_REDUCE_F32 = 4, PGK_STEP_REDUCE_F64 = 5, PGK_STEP_REDUCE_I64 = 6,
+  PGK_STEP_ROW_NORM_F32 = 7, PGK_STEP_ROW_NORM_F64 = 8
+};
+#define PGK_STEP_PARAM_BYTES 128
+struct pgk_small_step {
+  int32_t kernel;  // PGK_STEP_*
+  uint32_t grid;   // blocks the kernel was launched with (grid x)
+  int64_t params[PGK_STEP_PARAM_BYTES / 8];
+};
+static_assert(sizeof(pgk_small_step) == 136, "pgk_small_step layout (graph_fuse.cpp's Step)");
+
 namespace pgk {
 namespace {
 
@@ -44,14 +65,13 @@ __device__ __forceinline__ void small_ew(int kind, int op, char* out, int out_dt
                                          const char* a, int a_dt, long long a_step,
                                          const char* b, int b_dt, long long b_step,
                                          const char* c, int c_dt, long long c_step, C sa, C sb,
-                                         long long n) {
-  pdl_enter();  // launched as a programmatic dependent on sm_90+: wait for the previous kernel
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+                                         long long n, unsigned bx, unsigned nb) {
+  const long long stride = static_cast<long long>(nb) * kSmallBlock;
   const int out_size = elem_size(out_dt);
   const int a_size = a ? elem_size(a_dt) * static_cast<int>(a_step) : 0;
   const int b_size = b ? elem_size(b_dt) * static_cast<int>(b_step) : 0;
   const int c_size = c ? elem_size(c_dt) * static_cast<int>(c_step) : 0;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+  for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
        i += stride) {
     char* o = out + i * out_size;
     if (kind == 0) {  // out = a (op) b; a null operand is the scalar
@@ -97,7 +117,6 @@ template <class C>
 __device__ __forceinline__ void small_reduce(int op, const char* x, int x_dt, long long n,
                                              char* out, int out_dt, double ddof) {
   __shared__ Acc<C> sh[kReduceBlock];
-  pdl_enter();
   const int acc_op = op == PGK_RED_STD ? PGK_RED_VAR : op;
   const int size = elem_size(x_dt);
   Acc<C> a = acc_identity<C>(acc_op);
@@ -148,12 +167,12 @@ __device__ __forceinline__ C block_all(C v, C* sh) {
 // bias: null or cols contiguous elements of the compute type C (layer_norm, rms_norm).
 template <class C>
 __device__ __forceinline__ void small_row_norm(int op, const char* x, int dt, long long cols,
-                                               char* out, const C* w, const C* b, double eps) {
+                                               char* out, const C* w, const C* b, double eps,
+                                               unsigned row) {
   __shared__ C sh[kSmallBlock];
-  pdl_enter();
   const int size = elem_size(dt);
-  const char* xr = x + static_cast<long long>(blockIdx.x) * cols * size;
-  char* orow = out + static_cast<long long>(blockIdx.x) * cols * size;
+  const char* xr = x + static_cast<long long>(row) * cols * size;
+  char* orow = out + static_cast<long long>(row) * cols * size;
   if (op == PGK_NORM_SOFTMAX || op == PGK_NORM_LOG_SOFTMAX) {
     C m = C(-INFINITY);
     for (long long j = threadIdx.x; j < cols; j += kSmallBlock) {
@@ -199,33 +218,14 @@ __device__ __forceinline__ void small_row_norm(int op, const char* x, int dt, lo
   }
 }
 
-}  // namespace
-}  // namespace pgk
-
-// ---- the entry points (names and parameter lists are the launch table's) ----
-// Elementwise: kind 0 binary, 1 unary, 2 where; computing in float, double or int64.
-#define PGK_SMALL_EW(NAME, C)                                                                  \
-  extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock) NAME(                         \
-      int kind, int op, char* out, int out_dt, const char* a, int a_dt, long long a_step,       \
-      const char* b, int b_dt, long long b_step, const char* c, int c_dt, long long c_step,     \
-      C sa, C sb, long long n) {                                                                \
-    pgk::small_ew<C>(kind, op, out, out_dt, a, a_dt, a_step, b, b_dt, b_step, c, c_dt, c_step,  \
-                     sa, sb, n);                                                                \
-  }
-PGK_SMALL_EW(pgk_small_ew_f32, float)
-PGK_SMALL_EW(pgk_small_ew_f64, double)
-PGK_SMALL_EW(pgk_small_ew_i64, long long)
-#undef PGK_SMALL_EW
-
-// dst[i] = (dst_dt) src[i * step] (step 0 or 1), any dtype pair, as pgk_copy converts.
-extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock)
-pgk_small_cast(char* dst, int dst_dt, const char* src, int src_dt, long long step, long long n) {
-  using namespace pgk;
-  pdl_enter();
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+// dst[i] = (dst_dt) src[i * step] (step 0 or 1) for the elements of block `bx` of `nb`.
+__device__ __forceinline__ void small_cast(char* dst, int dst_dt, const char* src, int src_dt,
+                                           long long step, long long n, unsigned bx,
+                                           unsigned nb) {
+  const long long stride = static_cast<long long>(nb) * kSmallBlock;
   const int ds = elem_size(dst_dt);
   const long long ss = elem_size(src_dt) * step;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+  for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
        i += stride) {
     char* d = dst + i * ds;
     const char* s = src + i * ss;
@@ -244,10 +244,109 @@ pgk_small_cast(char* dst, int dst_dt, const char* src, int src_dt, long long ste
   }
 }
 
+// The entry points' parameter lists as structs: a step's parameter buffer (laid out by the
+// driver as the kernel takes it, which is these structs' natural layout) read back.
+template <class C>
+struct EwParams {
+  int kind, op;
+  char* out;
+  int out_dt;
+  const char* a;
+  int a_dt;
+  long long a_step;
+  const char* b;
+  int b_dt;
+  long long b_step;
+  const char* c;
+  int c_dt;
+  long long c_step;
+  C sa, sb;
+  long long n;
+};
+struct CastParams {
+  char* dst;
+  int dst_dt;
+  const char* src;
+  int src_dt;
+  long long step, n;
+};
+struct ReduceParams {
+  int op;
+  const char* x;
+  int x_dt;
+  long long n;
+  char* out;
+  int out_dt;
+  double ddof;
+};
+template <class C>
+struct NormParams {
+  int op;
+  const char* x;
+  int dt;
+  long long cols;
+  char* out;
+  const C* w;
+  const C* b;
+  double eps;
+};
+static_assert(sizeof(EwParams<double>) <= PGK_STEP_PARAM_BYTES, "step parameter buffer");
+static_assert(sizeof(NormParams<double>) <= PGK_STEP_PARAM_BYTES, "step parameter buffer");
+
+// A fused elementwise step runs its kernel's blocks as one block: each element is computed as
+// the kernel computes it, so which block takes it does not change the result.
+template <class C>
+__device__ __forceinline__ void ew_step(const void* p) {
+  const auto& q = *static_cast<const EwParams<C>*>(p);
+  small_ew<C>(q.kind, q.op, q.out, q.out_dt, q.a, q.a_dt, q.a_step, q.b, q.b_dt, q.b_step, q.c,
+              q.c_dt, q.c_step, q.sa, q.sb, q.n, 0, 1);
+}
+template <class C>
+__device__ __forceinline__ void reduce_step(const void* p) {
+  const auto& q = *static_cast<const ReduceParams*>(p);
+  small_reduce<C>(q.op, q.x, q.x_dt, q.n, q.out, q.out_dt, q.ddof);
+}
+// Rows one after another, each as its block of the kernel computes it (same tree).
+template <class C>
+__device__ __forceinline__ void norm_step(const void* p, unsigned rows) {
+  const auto& q = *static_cast<const NormParams<C>*>(p);
+  for (unsigned r = 0; r < rows; ++r) {
+    small_row_norm<C>(q.op, q.x, q.dt, q.cols, q.out, q.w, q.b, q.eps, r);
+  }
+}
+
+}  // namespace
+}  // namespace pgk
+
+// ---- the entry points (names and parameter lists are the launch table's) ----
+// Each waits in pdl_enter() first: on sm_90+ they are launched as programmatic dependents.
+// Elementwise: kind 0 binary, 1 unary, 2 where; computing in float, double or int64.
+#define PGK_SMALL_EW(NAME, C)                                                                  \
+  extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock) NAME(                         \
+      int kind, int op, char* out, int out_dt, const char* a, int a_dt, long long a_step,       \
+      const char* b, int b_dt, long long b_step, const char* c, int c_dt, long long c_step,     \
+      C sa, C sb, long long n) {                                                                \
+    pgk::pdl_enter();                                                                           \
+    pgk::small_ew<C>(kind, op, out, out_dt, a, a_dt, a_step, b, b_dt, b_step, c, c_dt, c_step,  \
+                     sa, sb, n, blockIdx.x, gridDim.x);                                         \
+  }
+PGK_SMALL_EW(pgk_small_ew_f32, float)
+PGK_SMALL_EW(pgk_small_ew_f64, double)
+PGK_SMALL_EW(pgk_small_ew_i64, long long)
+#undef PGK_SMALL_EW
+
+// dst[i] = (dst_dt) src[i * step] (step 0 or 1), any dtype pair, as pgk_copy converts.
+extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock)
+pgk_small_cast(char* dst, int dst_dt, const char* src, int src_dt, long long step, long long n) {
+  pgk::pdl_enter();
+  pgk::small_cast(dst, dst_dt, src, src_dt, step, n, blockIdx.x, gridDim.x);
+}
+
 // out[0] = reduce(op, x[0..n)), n >= 1; launched with one block of 256 threads.
 #define PGK_SMALL_REDUCE(NAME, C)                                                              \
   extern "C" __global__ void __launch_bounds__(pgk::kReduceBlock) NAME(                        \
       int op, const char* x, int x_dt, long long n, char* out, int out_dt, double ddof) {       \
+    pgk::pdl_enter();                                                                           \
     pgk::small_reduce<C>(op, x, x_dt, n, out, out_dt, ddof);                                    \
   }
 PGK_SMALL_REDUCE(pgk_small_reduce_f32, float)
@@ -261,8 +360,39 @@ PGK_SMALL_REDUCE(pgk_small_reduce_i64, long long)
   extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock) NAME(                         \
       int op, const char* x, int dt, long long cols, char* out, const C* w, const C* b,         \
       double eps) {                                                                             \
-    pgk::small_row_norm<C>(op, x, dt, cols, out, w, b, eps);                                    \
+    pgk::pdl_enter();                                                                           \
+    pgk::small_row_norm<C>(op, x, dt, cols, out, w, b, eps, blockIdx.x);                        \
   }
 PGK_SMALL_NORM(pgk_small_row_norm_f32, float)
 PGK_SMALL_NORM(pgk_small_row_norm_f64, double)
 #undef PGK_SMALL_NORM
+
+// A captured graph's line of small kernels as one launch of one block (pgk_small_step, at
+// the top of this file): the steps in order, a barrier after each (their global writes are then
+// visible to the whole block, the only reader of what they wrote).
+extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock)
+pgk_small_program(const pgk_small_step* steps, int count) {
+  using namespace pgk;
+  pdl_enter();
+  for (int s = 0; s < count; ++s) {
+    const pgk_small_step& step = steps[s];
+    const void* p = step.params;
+    switch (step.kernel) {
+      case PGK_STEP_EW_F32: ew_step<float>(p); break;
+      case PGK_STEP_EW_F64: ew_step<double>(p); break;
+      case PGK_STEP_EW_I64: ew_step<long long>(p); break;
+      case PGK_STEP_CAST: {
+        const auto& q = *static_cast<const CastParams*>(p);
+        small_cast(q.dst, q.dst_dt, q.src, q.src_dt, q.step, q.n, 0, 1);
+        break;
+      }
+      case PGK_STEP_REDUCE_F32: reduce_step<float>(p); break;
+      case PGK_STEP_REDUCE_F64: reduce_step<double>(p); break;
+      case PGK_STEP_REDUCE_I64: reduce_step<long long>(p); break;
+      case PGK_STEP_ROW_NORM_F32: norm_step<float>(p, step.grid); break;
+      case PGK_STEP_ROW_NORM_F64: norm_step<double>(p, step.grid); break;
+      default: break;  // the driver binding writes only the kinds above
+    }
+    __syncthreads();
+  }
+}

@@ -118,6 +118,14 @@ def test_header_op_codes_match_python(prefix: str) -> None:
         assert int(total[1]) == len(found)
 
 
+def test_small_step_kinds_match_python() -> None:
+    source = (Path(__file__).resolve().parents[1] / "cuda" / "small_ops.cu").read_text()
+    found = {m[0]: int(m[1]) for m in re.findall(r"PGK_STEP_([A-Z0-9_]+) = (\d+)", source)}
+    assert found == {e.name: int(e) for e in pk.SmallStep}
+    # Each kind is a kernel of the table: its name without pgk_small_, upper-cased.
+    assert {f"pgk_small_{e.name.lower()}" for e in pk.SmallStep} <= set(pk.SMALL_KERNELS)
+
+
 _C_TYPE_CODES = {"int": "i", "long long": "q", "float": "f", "double": "d"}
 
 

@@ -148,6 +148,52 @@ def test_inputs_stay_alive_and_memory_returns(backend: str) -> None:
     assert gp.memory_allocated() == base
 
 
+def _chain(a: dict[str, gp.GPUArray]) -> dict[str, gp.GPUArray]:
+    """Small ops of every fusable kernel (three compute types, casts, reductions, row norms)."""
+    x, x64, i64, m = a["x"], a["x64"], a["i64"], a["m"]
+    y = x * 1.01 + a["b4"]                                  # float32 binary, broadcast operand
+    y = gp.where(m, gp.exp(y), -y)                          # unary, where
+    y = y.astype("float16").astype("float32")               # casts
+    z = y.sum() + y.mean() + y.var() + y.max()              # one-block reductions
+    am = gp.argmax(y)
+    sm = gp.softmax(y) + gp.log_softmax(y) + gp.rms_norm(y)  # row norms: a block per row
+    d = gp.sqrt(gp.abs(x64)) * 3.0 - x64 / 7.0              # float64
+    dn = gp.layer_norm(d)
+    k = (i64 * 3 + 7) // 2 - (i64 % 5)                      # int64
+    ks = k.sum()
+    return {"y": y, "z": z, "am": am, "sm": sm, "d": d, "dn": dn, "k": k, "ks": ks,
+            "mix": (z + dn.sum().astype("float32")) * ks.astype("float32")}
+
+
+def test_small_op_chains_replay_fused_and_bit_identical(backend: str) -> None:
+    def inputs(seed: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {"x": rng.standard_normal((3, 40)).astype(np.float32),
+                "b4": rng.standard_normal(40).astype(np.float32),
+                "m": rng.standard_normal((3, 40)) > 0,
+                "x64": rng.standard_normal((5, 24)),
+                "i64": rng.integers(-1000, 1000, (7, 9))}
+
+    first, second = inputs(3), inputs(4)
+    eager_first = {k: v.to_numpy() for k, v in _chain(_upload(first)).items()}
+    eager_second = {k: v.to_numpy() for k, v in _chain(_upload(second)).items()}
+    arrays = _upload(first)
+    with gp.graph() as g:
+        out = _chain(arrays)
+    if backend == "cuda":
+        # Every op above is a small-array kernel: on a CUDA 12.4+ driver they replay as
+        # lines of one-block launches (graph_fuse.cpp).
+        assert g.fused_ops >= 30, g.fused_ops
+    else:
+        assert g.fused_ops == 0
+    for data, eager in ((first, eager_first), (second, eager_second)):
+        _set(arrays, data)
+        g.replay()
+        for k, expected in eager.items():
+            np.testing.assert_array_equal(out[k].to_numpy(), expected, err_msg=k)
+    g.close()
+
+
 @pytest.mark.gpu
 @pytest.mark.jit
 def test_jit_launches_are_captured() -> None:

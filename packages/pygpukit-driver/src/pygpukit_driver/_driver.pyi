@@ -249,6 +249,13 @@ class Graph(metaclass=_Pybind11Type):
     def instantiate(self, flags: _Int = 0) -> GraphExec: ...
     @property
     def node_count(self) -> int: ...
+    def fuse_small_steps(
+        self,
+        kinds: dict[int, int],
+        program: _Int,
+        block: _Int,
+        alloc: Callable[[int], int],
+    ) -> tuple[int, int]: ...
     @property
     def handle(self) -> int: ...
     @property

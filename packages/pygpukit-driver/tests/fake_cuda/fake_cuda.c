@@ -59,6 +59,7 @@ enum {
     CUDA_ERROR_ILLEGAL_STATE = 401,
     CUDA_ERROR_NOT_SUPPORTED = 801,
     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_LOSSY_QUERY = 934,
 };
 #ifdef FAKE_OLD_DRIVER
 #define DEFAULT_DRIVER_VERSION 12020
@@ -421,7 +422,7 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, void* 
 
 /* ---------- streams and events ---------- */
 #define MAX_NODES 64
-struct fake_node { void* fn; unsigned grid[3], block[3], shared; int nbytes; unsigned char params[64]; };
+struct fake_node { void* fn; unsigned grid[3], block[3], shared; int nbytes; unsigned char params[128]; };
 struct fake_stream { unsigned flags; int priority; int device; int capturing; int nnodes;
                      struct fake_node nodes[MAX_NODES]; };
 EXPORT CUresult cuStreamCreateWithPriority(void** s, unsigned int flags, int prio) {
@@ -540,6 +541,7 @@ static struct fake_function functions[] = {
     {"small_cast", 6, {8, 4, 8, 4, 8, 8}, 32, 0},
     {"small_reduce", 7, {4, 8, 4, 8, 8, 4, 8}, 32, 0},
     {"small_row_norm", 8, {4, 8, 4, 8, 8, 8, 8, 8}, 32, 0},
+    {"small_program", 2, {8, 4}, 32, 0},
 };
 #define NFUNC (int)(sizeof functions / sizeof functions[0])
 struct fake_module { int device; void* global; };
@@ -921,7 +923,13 @@ EXPORT CUresult cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) {
 }
 
 /* ---------- stream capture and graphs ---------- */
-struct fake_graph { int nnodes; struct fake_node nodes[MAX_NODES]; };
+/* A graph: its nodes (destroyed ones stay in place, dead) and its edges.  Stream capture makes
+   a line whose edges are programmatic (type 1), as launches with PDL make them, so a query
+   without edge data is lossy there, as in the real driver. */
+#define MAX_EDGES 256
+struct fake_edge { int from, to; unsigned char type; };
+struct fake_graph { int nnodes; struct fake_node nodes[MAX_NODES]; int dead[MAX_NODES];
+                    int nedges; struct fake_edge edges[MAX_EDGES]; };
 EXPORT CUresult cuStreamBeginCapture_v2(void* s, int mode) {
     REQUIRE_CTX(); CHECK_STREAM(s);
     if ((uintptr_t)s <= 2) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -943,6 +951,8 @@ EXPORT CUresult cuStreamEndCapture(void* s, void** graph) {
     struct fake_graph* g = calloc(1, sizeof *g);
     g->nnodes = st->nnodes;
     memcpy(g->nodes, st->nodes, sizeof g->nodes);
+    for (int i = 1; i < g->nnodes; ++i)
+        g->edges[g->nedges++] = (struct fake_edge){i - 1, i, 1};
     st->capturing = 0; st->nnodes = 0;
     LOCK(); live_add(K_GRAPH, g, 0, NULL, current->device); fake_outstanding_graphs++; UNLOCK();
     *graph = g;
@@ -953,8 +963,13 @@ EXPORT CUresult cuGraphGetNodes(void* g, void** nodes, size_t* n) {
     LOCK(); int ok = live_find(K_GRAPH, g) != NULL; UNLOCK();
     if (!ok) return CUDA_ERROR_INVALID_HANDLE;
     struct fake_graph* gr = g;
-    if (nodes) for (int i = 0; i < gr->nnodes && (size_t)i < *n; ++i) nodes[i] = &gr->nodes[i];
-    *n = (size_t)gr->nnodes;
+    size_t live = 0;
+    for (int i = 0; i < gr->nnodes; ++i) {
+        if (gr->dead[i]) continue;
+        if (nodes && live < *n) nodes[live] = &gr->nodes[i];
+        ++live;
+    }
+    *n = live;
     return CUDA_SUCCESS;
 }
 EXPORT CUresult cuGraphInstantiateWithFlags(void** exec, void* g, unsigned long long flags) {
@@ -962,8 +977,21 @@ EXPORT CUresult cuGraphInstantiateWithFlags(void** exec, void* g, unsigned long 
     LOCK(); int ok = live_find(K_GRAPH, g) != NULL; UNLOCK();
     if (!ok) return CUDA_ERROR_INVALID_HANDLE;
     if (flags & ~0xFULL) return CUDA_ERROR_INVALID_VALUE;
-    struct fake_graph* e = malloc(sizeof *e);
-    memcpy(e, g, sizeof *e);
+    /* The executable runs the live nodes in an order their edges allow (Kahn). */
+    struct fake_graph* gr = g;
+    struct fake_graph* e = calloc(1, sizeof *e);
+    int indeg[MAX_NODES] = {0}, done[MAX_NODES] = {0};
+    for (int k = 0; k < gr->nedges; ++k) indeg[gr->edges[k].to]++;
+    for (int placed = 1; placed;) {
+        placed = 0;
+        for (int i = 0; i < gr->nnodes; ++i) {
+            if (gr->dead[i] || done[i] || indeg[i] != 0) continue;
+            done[i] = placed = 1;
+            e->nodes[e->nnodes++] = gr->nodes[i];
+            for (int k = 0; k < gr->nedges; ++k)
+                if (gr->edges[k].from == i) indeg[gr->edges[k].to]--;
+        }
+    }
     LOCK(); live_add(K_EXEC, e, 0, NULL, current->device); fake_outstanding_execs++; UNLOCK();
     *exec = e;
     return CUDA_SUCCESS;
@@ -977,7 +1005,7 @@ EXPORT CUresult cuGraphLaunch(void* exec, void* s) {
     for (int i = 0; i < e->nnodes; ++i) {
         struct fake_node* nd = &e->nodes[i];
         struct fake_function* fn = as_function(nd->fn);
-        void* params[8];
+        void* params[20];
         int off = 0;
         for (int k = 0; k < fn->nparams; ++k) { params[k] = nd->params + off; off += fn->sizes[k]; }
         CUresult r = cuLaunchKernel(nd->fn, nd->grid[0], nd->grid[1], nd->grid[2], nd->block[0],
@@ -1004,6 +1032,142 @@ EXPORT CUresult cuGraphExecDestroy(void* e) {
     free(e);
     return CUDA_SUCCESS;
 }
+
+/* ---------- graph editing (CUDA 12.3/12.4 entry points) ---------- */
+#ifndef FAKE_OLD_DRIVER
+static struct fake_graph* graph_of(void* node, int* index) {
+    LOCK();
+    for (struct live* l = live_list; l; l = l->next) {
+        if (l->kind != K_GRAPH) continue;
+        struct fake_graph* g = l->p;
+        struct fake_node* nd = node;
+        if (nd >= g->nodes && nd < g->nodes + g->nnodes && !g->dead[nd - g->nodes]) {
+            *index = (int)(nd - g->nodes);
+            UNLOCK();
+            return g;
+        }
+    }
+    UNLOCK();
+    return NULL;
+}
+EXPORT CUresult cuGraphNodeGetType(void* node, int* type) {
+    REQUIRE_INIT();
+    int i;
+    if (!graph_of(node, &i) || !type) return CUDA_ERROR_INVALID_VALUE;
+    *type = 0; /* CU_GRAPH_NODE_TYPE_KERNEL: the fake captures kernels only */
+    return CUDA_SUCCESS;
+}
+typedef struct {
+    void* func; unsigned grid[3], block[3], shared; void** kernelParams; void** extra;
+    void* kern; void* ctx;
+} fake_kernel_node_params;
+static void* node_param_ptrs[MAX_NODES][20];
+EXPORT CUresult cuGraphKernelNodeGetParams_v2(void* node, fake_kernel_node_params* p) {
+    REQUIRE_INIT();
+    int i;
+    struct fake_graph* g = graph_of(node, &i);
+    if (!g || !p) return CUDA_ERROR_INVALID_VALUE;
+    struct fake_node* nd = &g->nodes[i];
+    struct fake_function* fn = as_function(nd->fn);
+    int off = 0;
+    for (int k = 0; k < fn->nparams; ++k) { node_param_ptrs[i][k] = nd->params + off; off += fn->sizes[k]; }
+    p->func = nd->fn;
+    memcpy(p->grid, nd->grid, sizeof p->grid); memcpy(p->block, nd->block, sizeof p->block);
+    p->shared = nd->shared; p->kernelParams = node_param_ptrs[i]; p->extra = NULL;
+    p->kern = NULL; p->ctx = NULL;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphAddKernelNode_v2(void** node, void* g, void* const* deps, size_t ndeps,
+                                        const fake_kernel_node_params* p) {
+    REQUIRE_CTX();
+    LOCK(); int ok = live_find(K_GRAPH, g) != NULL; UNLOCK();
+    if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_graph* gr = g;
+    struct fake_function* fn = p ? as_function(p->func) : NULL;
+    if (!fn || p->extra || (fn->nparams && !p->kernelParams) || gr->nnodes >= MAX_NODES ||
+        (ndeps && !deps))
+        return CUDA_ERROR_INVALID_VALUE;
+    int i = gr->nnodes++;
+    struct fake_node* nd = &gr->nodes[i];
+    nd->fn = p->func;
+    memcpy(nd->grid, p->grid, sizeof nd->grid); memcpy(nd->block, p->block, sizeof nd->block);
+    nd->shared = p->shared;
+    int off = 0;
+    for (int k = 0; k < fn->nparams; ++k) { memcpy(nd->params + off, p->kernelParams[k], (size_t)fn->sizes[k]); off += fn->sizes[k]; }
+    nd->nbytes = off;
+    for (size_t k = 0; k < ndeps; ++k) {
+        int j;
+        if (graph_of(deps[k], &j) != gr || gr->nedges >= MAX_EDGES) return CUDA_ERROR_INVALID_VALUE;
+        gr->edges[gr->nedges++] = (struct fake_edge){j, i, 0};
+    }
+    *node = nd;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphDestroyNode(void* node) {
+    REQUIRE_INIT();
+    int i;
+    struct fake_graph* g = graph_of(node, &i);
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    g->dead[i] = 1;
+    int kept = 0;
+    for (int k = 0; k < g->nedges; ++k)
+        if (g->edges[k].from != i && g->edges[k].to != i) g->edges[kept++] = g->edges[k];
+    g->nedges = kept;
+    return CUDA_SUCCESS;
+}
+static CUresult node_edges(void* node, void** out, unsigned char* data, size_t* n, int incoming) {
+    REQUIRE_INIT();
+    int i;
+    struct fake_graph* g = graph_of(node, &i);
+    if (!g || !n) return CUDA_ERROR_INVALID_VALUE;
+    size_t found = 0;
+    int lossy = 0;
+    for (int k = 0; k < g->nedges; ++k) {
+        struct fake_edge* ed = &g->edges[k];
+        if ((incoming ? ed->to : ed->from) != i) continue;
+        if (out && found < *n) {
+            out[found] = &g->nodes[incoming ? ed->from : ed->to];
+            if (data) { memset(data + 8 * found, 0, 8); data[8 * found + 2] = ed->type; }
+            else if (ed->type) lossy = 1;
+        }
+        ++found;
+    }
+    if (out && found > *n) found = *n;
+    *n = found;
+    return lossy ? CUDA_ERROR_LOSSY_QUERY : CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphNodeGetDependencies_v2(void* node, void** deps, unsigned char* data, size_t* n) {
+    return node_edges(node, deps, data, n, 1);
+}
+EXPORT CUresult cuGraphNodeGetDependentNodes_v2(void* node, void** deps, unsigned char* data, size_t* n) {
+    return node_edges(node, deps, data, n, 0);
+}
+EXPORT CUresult cuGraphAddDependencies_v2(void* g, void* const* from, void* const* to,
+                                          const unsigned char* data, size_t n) {
+    REQUIRE_INIT();
+    LOCK(); int ok = live_find(K_GRAPH, g) != NULL; UNLOCK();
+    if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_graph* gr = g;
+    for (size_t k = 0; k < n; ++k) {
+        int a, b;
+        if (graph_of(from[k], &a) != gr || graph_of(to[k], &b) != gr || gr->nedges >= MAX_EDGES)
+            return CUDA_ERROR_INVALID_VALUE;
+        gr->edges[gr->nedges++] = (struct fake_edge){a, b, data ? data[8 * k + 2] : 0};
+    }
+    return CUDA_SUCCESS;
+}
+/* The fake lays a kernel's parameters out packed (as its capture stores them). */
+EXPORT CUresult cuFuncGetParamInfo(void* f, size_t index, size_t* offset, size_t* size) {
+    REQUIRE_INIT();
+    struct fake_function* fn = as_function(f);
+    if (!fn || (int)index >= fn->nparams) return CUDA_ERROR_INVALID_VALUE;
+    size_t off = 0;
+    for (size_t k = 0; k < index; ++k) off += (size_t)fn->sizes[k];
+    if (offset) *offset = off;
+    if (size) *size = (size_t)fn->sizes[index];
+    return CUDA_SUCCESS;
+}
+#endif /* FAKE_OLD_DRIVER */
 
 /* ---------- peer access ---------- */
 static int peer_enabled[NDEV][NDEV];
@@ -1262,6 +1426,13 @@ static const struct sym syms[] = {
     S("cuGreenCtxGetDevResource", cuGreenCtxGetDevResource), S("cuCtxFromGreenCtx", cuCtxFromGreenCtx),
     S("cuGreenCtxStreamCreate", cuGreenCtxStreamCreate),
     S("cuTensorMapEncodeTiled", cuTensorMapEncodeTiled),
+    S("cuGraphNodeGetType", cuGraphNodeGetType),
+    S("cuGraphKernelNodeGetParams", cuGraphKernelNodeGetParams_v2),
+    S("cuGraphAddKernelNode", cuGraphAddKernelNode_v2), S("cuGraphDestroyNode", cuGraphDestroyNode),
+    S("cuGraphNodeGetDependencies", cuGraphNodeGetDependencies_v2),
+    S("cuGraphNodeGetDependentNodes", cuGraphNodeGetDependentNodes_v2),
+    S("cuGraphAddDependencies", cuGraphAddDependencies_v2),
+    S("cuFuncGetParamInfo", cuFuncGetParamInfo),
 #endif
 #undef S
 };

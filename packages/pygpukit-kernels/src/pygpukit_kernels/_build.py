@@ -115,10 +115,28 @@ class NormOp(enum.IntEnum):
     RMS = 3
 
 
+class SmallStep(enum.IntEnum):
+    """Kernels of a fused CUDA-graph step (``PGK_STEP_*``, run by ``pgk_small_program``).
+
+    The member name is the kernel's name without ``pgk_small_``, upper-cased.
+    """
+
+    EW_F32 = 0
+    EW_F64 = 1
+    EW_I64 = 2
+    CAST = 3
+    REDUCE_F32 = 4
+    REDUCE_F64 = 5
+    REDUCE_I64 = 6
+    ROW_NORM_F32 = 7
+    ROW_NORM_F64 = 8
+
+
 #: Kernels of ``fatbin/small_ops.fatbin`` (extern "C" names) -> the type codes of their
 #: parameters as ``pygpukit_driver.Launcher`` takes them (P pointer, i int32, q int64,
 #: f float32, d float64).  Block size :data:`SMALL_BLOCK`; elementwise kernels take a grid,
-#: reductions one block, row norms one block per row.
+#: reductions one block, row norms one block per row; ``pgk_small_program`` runs a captured
+#: graph's line of them as :class:`SmallStep` steps in one block.
 SMALL_KERNELS: dict[str, str] = {
     "pgk_small_ew_f32": "iiPiPiqPiqPiqffq",
     "pgk_small_ew_f64": "iiPiPiqPiqPiqddq",
@@ -129,6 +147,7 @@ SMALL_KERNELS: dict[str, str] = {
     "pgk_small_reduce_i64": "iPiqPid",
     "pgk_small_row_norm_f32": "iPiqPPPd",
     "pgk_small_row_norm_f64": "iPiqPPPd",
+    "pgk_small_program": "Pi",
 }
 
 #: Threads per block of every small-array kernel.

@@ -201,9 +201,9 @@ class CpuRuntime:
     def capture_begin(self, stream: Stream) -> None:
         stream._recorded = []
 
-    def capture_end(self, stream: Stream) -> _RecordedCalls:
+    def capture_end(self, stream: Stream) -> tuple[_RecordedCalls, int]:
         calls, stream._recorded = stream._recorded or [], None
-        return _RecordedCalls(calls)
+        return _RecordedCalls(calls), 0
 
     def capture_abort(self, stream: Stream) -> None:
         stream._recorded = None

@@ -127,6 +127,13 @@ class CudaRuntime:
                                     programmatic=programmatic)
             self.small[name.removeprefix("pgk_small_")] = launcher.launch
             self.small_launchers[name.removeprefix("pgk_small_")] = launcher
+        # A captured graph's lines of these kernels replay as one launch each (capture_end);
+        # PGK_TUNE_GRAPH_FUSE=0 keeps every kernel its own node, for benchmarks.
+        self._steps: dict[int, int] = {}
+        if os.environ.get("PGK_TUNE_GRAPH_FUSE", "1").strip() != "0":
+            self._steps = {self.small_launchers[step.name.lower()].function.handle: int(step)
+                           for step in pygpukit_kernels.SmallStep}
+        self._program = self.small_launchers["program"].function.handle
 
     def describe(self) -> str:
         """Name the device."""
@@ -171,12 +178,27 @@ class CudaRuntime:
         self.activate()
         drv.stream_begin_capture(stream.handle, _CAPTURE_MODE_RELAXED)
 
-    def capture_end(self, stream: Stream) -> Any:
-        """End the capture; return the instantiated graph (``launch(handle)``, ``close()``)."""
+    def capture_end(self, stream: Stream) -> tuple[Any, int]:
+        """End the capture; return the instantiated graph and the small ops fused.
+
+        Each line of small-array kernels that wait for one another becomes one launch of
+        ``pgk_small_program`` (the driver binding's ``Graph.fuse_small_steps``): their steps
+        live in a block of the graph's private pool, kept in ``stream._keep`` (the graph's).
+        """
         self.activate()
         graph = drv.stream_end_capture(stream.handle)
         try:
-            return graph.instantiate()
+            fused = 0
+            pool, keep = stream._pool, stream._keep
+            if self._steps and pool is not None and keep is not None:
+                def alloc(nbytes: int) -> int:
+                    block = pool.malloc(nbytes, stream)
+                    keep.append(block)
+                    return int(block.address)
+
+                fused, _ = graph.fuse_small_steps(self._steps, self._program,
+                                                  pygpukit_kernels.SMALL_BLOCK, alloc)
+            return graph.instantiate(), fused
         finally:
             graph.close()
 

@@ -51,12 +51,17 @@ class Graph:
     ----------
     device
         Index of the device the graph runs on.
+    fused_ops
+        How many captured small-array ops replay fused: each line of them that waited for one
+        another runs as one launch of one block, the same results bit for bit (0 on the CPU
+        simulation, on drivers older than CUDA 12.4, or with ``PGK_TUNE_GRAPH_FUSE=0``).
     """
 
     def __init__(self, device: Any = None) -> None:
         self._rt = runtime_for(device)
         self.device: int = self._rt.index
         self._stream: Stream | None = None
+        self.fused_ops: int = 0
         self._exec: Any = None
         self._keep: list[Any] = []
         self._events: tuple[Event, Event] | None = None
@@ -89,8 +94,8 @@ class Graph:
         assert stream is not None and self._state == "capturing"
         _context.state.capturing -= 1
         stream.__exit__()
-        stream._keep = None
         if exc_type is not None:
+            stream._keep = None
             # The capture may be invalidated already; the exception that ended the block is
             # the one the user needs to see.
             with contextlib.suppress(Exception):
@@ -98,10 +103,12 @@ class Graph:
             self._release()
             return
         try:
-            self._exec = self._rt.capture_end(stream)
+            self._exec, self.fused_ops = self._rt.capture_end(stream)
         except BaseException:
             self._release()
             raise
+        finally:
+            stream._keep = None
         self._events = (Event(timing=False, device=self.device),
                         Event(timing=False, device=self.device))
         self._state = "ready"
