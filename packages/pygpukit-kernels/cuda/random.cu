@@ -110,19 +110,90 @@ struct Uniform64 {
   }
 };
 
-// Box-Muller: u1 in (0, 1] and t = 2 u2 in [0, 2), exact functions of the words (equal to the
-// NumPy mirror's), then CUDA's accurate logf / sqrtf / sincospif on the device.  The host build
-// computes in double as the mirror does (it checks the words and the pairing, not CUDA's math).
-PGK_HD void box_muller_f32(uint32_t x0, uint32_t x1, float& z0, float& z1) {
-  const float u1 = fadd(fmul(static_cast<float>(static_cast<int>(x0 >> 1)), 0x1p-31f), 0x1p-32f);
-  const float t = fmul(static_cast<float>(x1 >> 8), 0x1p-23f);  // exact
 #ifdef __CUDA_ARCH__
-  const float rad = sqrtf(-2.0f * logf(u1));
+// CUDA's accurate logf / sqrtf / sincospif, restricted to the inputs Box-Muller gives them.
+// The operations are those of the SASS nvcc 13.0 emits for logf(u1), sqrtf(x) and
+// sincospif(t) (the same on sm_80 and sm_90): the same constants and the same roundings in
+// the same order, so the values are bit for bit the library's.  What is left out are the
+// branches for inputs that never occur here (zero, subnormal, infinite and NaN arguments of
+// logf; subnormal, infinite and negative ones of sqrtf; |t| >= 2^24 in sincospif): about 15 of
+// the ~80 instructions of a pair, in a kernel bound by instruction issue, not by memory.
+
+// logf(x) for a normal, finite x > 0 (here u1 in [2^-32, 1]).
+__device__ __forceinline__ float logf_normal(float x) {
+  const int xb = __float_as_int(x);
+  const int e = (xb - 0x3f2aaaab) & static_cast<int>(0xff800000u);  // exponent, mantissa near 1
+  const float f = __fadd_rn(__int_as_float(xb - e), -1.0f);
+  float p = __fmaf_rn(f, -__int_as_float(0x3e055027), __int_as_float(0x3e1039f6));
+  p = __fmaf_rn(f, p, __int_as_float(0xbdf8cdcc));
+  p = __fmaf_rn(f, p, __int_as_float(0x3e0f2955));
+  p = __fmaf_rn(f, p, __int_as_float(0xbe2ad8b9));
+  p = __fmaf_rn(f, p, __int_as_float(0x3e4ced0b));
+  p = __fmaf_rn(f, p, __int_as_float(0xbe7fff22));
+  p = __fmaf_rn(f, p, __int_as_float(0x3eaaaa78));
+  p = __fmaf_rn(f, p, -0.5f);
+  p = __fmul_rn(f, p);
+  p = __fmaf_rn(f, p, f);
+  // The library adds a -23 here for subnormal x (scaled by 2^23 first): 0 for normal x.
+  const float ef = __fmaf_rn(__int2float_rn(e), 0x1p-23f, 0.0f);
+  return __fmaf_rn(ef, __int_as_float(0x3f317218), p);  // + e * ln 2
+}
+
+// sqrtf(x) for x = -0 or x in [2^-100, 2^126] (here -2 logf(u1): -0 when u1 == 1, else in
+// [2^-24, 45)).  The library's fast path: y = x rsqrt(x), one Newton correction.  Its slow
+// path returns a zero argument itself (sqrt(-0) = -0).
+__device__ __forceinline__ float sqrtf_pos(float x) {
+  float r;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  const float y = __fmul_rn(x, r);
+  const float h = __fmul_rn(r, 0.5f);
+  const float res = __fmaf_rn(__fmaf_rn(-y, y, x), h, y);
+  return x == 0.0f ? x : res;
+}
+
+// sincospif(t) for t = k 2^-23, k in [0, 2^24) (so t in [0, 2)).
+__device__ __forceinline__ void sincospif_grid(float t, uint32_t k, float& s, float& c) {
+  const float tt = __fadd_rn(t, t);
+  const float qf = rintf(tt);
+  const int q = __float2int_rn(tt);
+  const float a = __fmaf_rn(-qf, 0.5f, t);  // exact, |a| <= 1/4
+  const float a2 = __fmul_rn(a, a);
+  float ps = __fmaf_rn(a2, -__int_as_float(0x3f17acc9), __int_as_float(0x40233590));
+  ps = __fmaf_rn(a2, ps, __int_as_float(0xc0a55df6));
+  ps = __fmaf_rn(ps, __fmaf_rn(a, a2, 0.0f), 0.0f);
+  const float sin_a = __fmaf_rn(a, __int_as_float(0x40490fdb), ps);  // sin(pi a)
+  float pc = __fmaf_rn(a2, __int_as_float(0x3e684e12), __int_as_float(0xbfaad2e0));
+  pc = __fmaf_rn(a2, pc, __int_as_float(0x4081e0cf));
+  pc = __fmaf_rn(a2, pc, __int_as_float(0xc09de9e6));
+  const float cos_a = __fmaf_rn(a2, pc, 1.0f);  // cos(pi a)
+  float sv = (q & 1) ? cos_a : sin_a;
+  float cv = (q & 1) ? sin_a : cos_a;
+  sv = (q & 2) ? -sv : sv;
+  if ((k & 0x7fffffu) == 0) sv = 0.0f;  // integer t: the library's 0 * t, +0 for t >= 0
+  if ((q + 1) & 2) cv = __fmaf_rn(cv, -1.0f, 0.0f);  // -cv, but +0 for a zero cv
+  s = sv;
+  c = cv;
+}
+#endif
+
+// Box-Muller: u1 in (0, 1] and t = 2 u2 in [0, 2), exact functions of the words (equal to the
+// NumPy mirror's), then CUDA's accurate logf / sqrtf / sincospif on the device (above, bit
+// for bit).  The host build computes in double as the mirror does (it checks the words and the
+// pairing, not CUDA's math).
+PGK_HD void box_muller_f32(uint32_t x0, uint32_t x1, float& z0, float& z1) {
+#ifdef __CUDA_ARCH__
+  // fadd(fmul(v, 2^-31), 2^-32) with an exact product is one rounding: the same as the FMA.
+  const float u1 = __fmaf_rn(static_cast<float>(static_cast<int>(x0 >> 1)), 0x1p-31f, 0x1p-32f);
+  const uint32_t k = x1 >> 8;
+  const float t = __fmul_rn(static_cast<float>(k), 0x1p-23f);  // exact
+  const float rad = sqrtf_pos(__fmul_rn(-2.0f, logf_normal(u1)));
   float s, c;
-  sincospif(t, &s, &c);
+  sincospif_grid(t, k, s, c);
   z0 = __fmul_rn(rad, c);
   z1 = __fmul_rn(rad, s);
 #else
+  const float u1 = fadd(fmul(static_cast<float>(static_cast<int>(x0 >> 1)), 0x1p-31f), 0x1p-32f);
+  const float t = fmul(static_cast<float>(x1 >> 8), 0x1p-23f);  // exact
   double s, c;
   rng::host_sincospi(t, s, c);
   const double rad = std::sqrt(-2.0 * std::log(static_cast<double>(u1)));
@@ -254,24 +325,28 @@ struct Choice {
 
 // One kernel for every distribution: a grid-stride loop over Philox blocks, each thread storing
 // the N values of its block with one vector store when `vec` (out aligned to N * sizeof(T)) and
-// all N are in range.  64-bit indices throughout.
+// all N are in range.  32-bit indices: the host launches at most kChunkBlocks blocks at a time
+// (a longer fill is several launches, each with its counter advanced), so no 64-bit index
+// arithmetic runs per block (it was ~10% of the instructions of the normal fill).
+constexpr uint32_t kChunkBlocks = 1u << 29;  // N <= 4: fewer than 2^31 elements per launch
+
 template <class F>
 __global__ void __launch_bounds__(kThreads)
-random_kernel(typename F::T* __restrict__ out, int64_t n, F f, bool vec) {
+random_kernel(typename F::T* __restrict__ out, uint32_t n, F f, bool vec) {
   pdl_enter();
   using T = typename F::T;
-  constexpr int N = F::N;
-  const int64_t nblk = (n + N - 1) / N;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < nblk;
-       b += stride) {
-    const Pack<T, N> p = f(static_cast<uint64_t>(b));
-    const int64_t i = b * N;
-    if (vec && i + N <= n) {
-      *reinterpret_cast<Pack<T, N>*>(out + i) = p;
+  constexpr uint32_t N = F::N;
+  const uint32_t nblk = (n + N - 1) / N;
+  const uint32_t full = vec ? n / N : 0;  // blocks stored with one vector store
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < nblk; b += stride) {
+    const Pack<T, N> p = f(b);
+    if (b < full) {
+      reinterpret_cast<Pack<T, N>*>(out)[b] = p;
     } else {
+      const uint32_t i = b * N;
 #pragma unroll
-      for (int j = 0; j < N; ++j) {
+      for (uint32_t j = 0; j < N; ++j) {
         if (i + j < n) out[i + j] = p.v[j];
       }
     }
@@ -339,13 +414,24 @@ bool aligned(const void* p, uintptr_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
-// Launch F over n elements of out (aligned to sizeof(T): checked by the caller).
+// Launch F over n elements of out (aligned to sizeof(T): checked by the caller): one launch
+// per kChunkBlocks Philox blocks, the counter of each chunk advanced by the blocks before it
+// (block b of a chunk is block start + b of the call, the same words).
 template <class F>
 int launch(typename F::T* out, int64_t n, const F& f, cudaStream_t st) {
+  const bool vec = aligned(out, sizeof(typename F::T) * F::N);
   const int64_t nblk = (n + F::N - 1) / F::N;
-  launch_k(random_kernel<F>, grid_for_blocks<F>(nblk), dim3(kThreads), st, out, n, f,
-           aligned(out, sizeof(typename F::T) * F::N));
-  return launch_status();
+  for (int64_t start = 0; start < nblk; start += kChunkBlocks) {
+    const int64_t blocks = nblk - start < kChunkBlocks ? nblk - start : int64_t{kChunkBlocks};
+    const int64_t first = start * F::N;
+    const int64_t count = n - first < blocks * F::N ? n - first : blocks * F::N;
+    F g = f;
+    g.s.counter += static_cast<uint64_t>(start);  // wraps modulo 2^64, as block_at does
+    launch_k(random_kernel<F>, grid_for_blocks<F>(blocks), dim3(kThreads), st, out + first,
+             static_cast<uint32_t>(count), g, vec);
+    if (const int rc = launch_status()) return rc;
+  }
+  return 0;
 }
 
 Stream make_stream(uint64_t key, uint64_t counter, uint32_t stream_id) {

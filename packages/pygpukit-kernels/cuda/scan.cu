@@ -10,6 +10,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_store.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cuda/std/functional>
 
 #include <cstdint>
 
@@ -114,13 +115,36 @@ inline bool per_row_device_scan(int64_t rows, int64_t cols) {
   return rows == 1 || (rows <= 32 && cols >= 65536);
 }
 
+// The functor CUB's tuning tables recognise: with a user-defined functor (SumOp) DeviceScan
+// falls back to its untuned default policy (128 threads x 15 items, default look-back delays);
+// ::cuda::std::plus / multiplies select the sm_90 / sm_100 tunings (float32 sum on sm_90:
+// 128 x 24 items, tuned delays).  Same operation, same result type.
+template <typename A, typename Op>
+struct CubOp;
+template <typename A>
+struct CubOp<A, SumOp> {
+  using type = ::cuda::std::plus<A>;
+};
+template <typename A>
+struct CubOp<A, ProdOp> {
+  using type = ::cuda::std::multiplies<A>;
+};
+
 template <typename T, typename Op>
 int device_scan(void* temp, size_t* temp_bytes, const T* x, T* out, int64_t n,
                 cudaStream_t stream) {
   using A = typename Acc<T>::type;
-  return static_cast<int>(cub::DeviceScan::InclusiveScan(
-      temp, *temp_bytes, reinterpret_cast<const A*>(x), reinterpret_cast<A*>(out), Op{}, n,
-      stream));
+  using CubOpT = typename CubOp<A, Op>::type;
+  const A* in = reinterpret_cast<const A*>(x);
+  A* o = reinterpret_cast<A*>(out);
+  // 32-bit offsets where they suffice: cheaper index arithmetic in CUB's agent (the tunings
+  // were made with them).
+  if (n <= INT32_MAX) {
+    return static_cast<int>(cub::DeviceScan::InclusiveScan(temp, *temp_bytes, in, o, CubOpT{},
+                                                           static_cast<int>(n), stream));
+  }
+  return static_cast<int>(
+      cub::DeviceScan::InclusiveScan(temp, *temp_bytes, in, o, CubOpT{}, n, stream));
 }
 
 template <typename T, typename Op>
