@@ -172,7 +172,7 @@ def one_run(calls: int, rounds: int) -> dict[str, Any]:
     # Bit for bit (the values overflow to inf / NaN along the chain: compare the bytes).
     same = captured.to_numpy().tobytes() == mixed().to_numpy().tobytes()
     extra["graph"] = {
-        "ops": nops, "replay_equals_eager": same,
+        "ops": nops, "fused_ops": graph.fused_ops, "replay_equals_eager": same,
         "replay_us_per_op": timed(graph.replay, gsync, max(calls // 10, 100)) / nops,
         "eager_us_per_op": timed(mixed, gsync, max(calls // 100, 20)) / nops,
         "torch_eager_us_per_op": timed(mixed_torch, tsync, max(calls // 100, 20)) / nops,
@@ -214,6 +214,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for key in ("replay_us_per_op", "eager_us_per_op", "torch_eager_us_per_op",
                     "torch_replay_us_per_op")}
     graph["ops"] = runs[0]["graph"]["ops"]
+    graph["fused_ops"] = runs[0]["graph"]["fused_ops"]
     graph["replay_equals_eager"] = all(r["graph"]["replay_equals_eager"] for r in runs)
     graph["eager_over_replay"] = spread([r["graph"]["eager_us_per_op"]
                                          / r["graph"]["replay_us_per_op"] for r in runs])
@@ -304,7 +305,7 @@ def main() -> int:
           f"{graph['eager_us_per_op']['median']:.2f}, torch graph "
           f"{graph['torch_replay_us_per_op']['median']:.2f}, eager/replay "
           f"{graph['eager_over_replay']['median']:.1f}x, bit-identical "
-          f"{graph['replay_equals_eager']}")
+          f"{graph['replay_equals_eager']}, {graph['fused_ops']} ops fused")
     if "keyword_over_bound" in summary["jit"]:
         print(f"  jit keyword/bound {summary['jit']['keyword_over_bound']['median']:.2f}")
     return 0

@@ -640,6 +640,9 @@ def render_small_ops(doc: Doc) -> str:
              "faster than running them eagerly, "
              f"{'bit-identical to' if g['replay_equals_eager'] else 'NOT identical to'} the "
              "eager run.")
+    if "fused_ops" in g:
+        graph += (f" {g['fused_ops']} of the ops replay fused (each captured line of small "
+                  "kernels as one launch of one block).")
     jit = doc.data.get("jit", {})
     if "keyword_over_bound" in jit:
         ratio = doc.fig(jit["keyword_over_bound"], "jit.keyword_over_bound")
