@@ -21,9 +21,9 @@ benchmarks run unchanged, one fresh process per benchmark and build, in the orde
 (``--commit-a``/``--commit-b``: each build's processes get its own ``PYGPUKIT_COMMIT``, and the
 result names both).  The benchmark scripts are the current ones; a benchmark that fails in
 every round of one build (an API the older build lacks) is recorded under ``not_measured`` with
-its error, its figures kept from the other build with no B / A and the verdict "not measured in
-B" (never a made-up figure); a benchmark that fails in build A, or in some rounds only, stops
-the A/B.
+its error, its figures kept from build A with no B / A and the verdict "not measured in B" (never a
+made-up figure); a benchmark that fails in build A, or in some of B's rounds only, stops the
+A/B.
 
 Every figure is reported per build as min / median / max over the rounds, with B / A per round
 (for times and speeds alike, so 1.0 is no change); the verdict is "within 2%" when the median
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     values: dict[str, dict[str, list[float]]] = {}
     units: dict[str, str] = {}
     label_bench: dict[str, str] = {}
-    failures: dict[str, dict[str, list[str]]] = {}  # benchmark -> build -> errors per round
+    failures: dict[str, list[str]] = {}  # benchmark -> build B's errors, one per failed round
     for r in range(args.rounds):
         order = ("a", "b") if r % 2 == 0 else ("b", "a")
         for side in order:
@@ -205,22 +205,24 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     measured = run_one(script, extra, site, commits[side])
                 except BenchmarkError as exc:
-                    print(f"   build {side.upper()}: {exc}", flush=True)
-                    failures.setdefault(script, {}).setdefault(side, []).append(str(exc))
+                    if side == "a":  # the build under test: nothing to wait for
+                        raise SystemExit(f"{script} failed in build A in round {r + 1}: "
+                                         f"{exc}") from exc
+                    print(f"   build B: {exc}", flush=True)
+                    failures.setdefault(script, []).append(str(exc))
                     continue
                 for label, (value, unit) in measured.items():
                     values.setdefault(label, {"a": [], "b": []})[side].append(value)
                     units[label] = unit
                     label_bench[label] = script
-    # A benchmark may fail only in build B and only in every round (what B lacks): anything
-    # else is a failure of the A/B.
+    # A benchmark may fail in build B in every round (what B lacks): anything less is a
+    # failure of the A/B.
     missing: dict[str, dict[str, str]] = {}
-    for script, per in failures.items():
-        for side, errors in per.items():
-            if side == "a" or len(errors) != args.rounds:
-                raise SystemExit(f"{script} failed in build {side.upper()} in {len(errors)} of "
-                                 f"{args.rounds} rounds: {errors[-1]}")
-            missing.setdefault(script, {})[side] = errors[-1]
+    for script, errors in failures.items():
+        if len(errors) != args.rounds:
+            raise SystemExit(f"{script} failed in build B in {len(errors)} of {args.rounds} "
+                             f"rounds: {errors[-1]}")
+        missing[script] = {"b": errors[-1]}
     rows = build_rows(values, units, missing, label_bench, args.rounds, args.tolerance)
     measured_rows = [row for row in rows if row["b_over_a"] is not None]
     if not measured_rows:

@@ -387,23 +387,25 @@ def test_ab_link_records_a_benchmark_build_b_cannot_run(monkeypatch: pytest.Monk
     assert run_report(write_tree) == 0  # report.py renders what ab_link.py wrote
 
 
-@pytest.mark.parametrize(("fails_in", "rounds_failing"), [("a", 3), ("b", 1)])
-def test_ab_link_stops_on_a_failure_of_build_a_or_an_intermittent_one(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fails_in: str,
-        rounds_failing: int) -> None:
-    failed: list[int] = []
-
+@pytest.mark.parametrize(("fails_in", "fails_from", "expected", "calls_made"), [
+    # calls: A B, B A, A B.  A fails at call 4 (round 2): the A/B stops there.
+    ("a", 3, "failed in build A in round 2: .*boom", 4),
+    # B fails at calls 3 and 6 (rounds 2 and 3), not in round 1: intermittent.
+    ("b", 2, "failed in build B in 2 of 3 rounds: .*boom", 6),
+])
+def test_ab_link_stops_on_a_failure_of_build_a_or_an_intermittent_one_of_b(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fails_in: str, fails_from: int,
+        expected: str, calls_made: int) -> None:
     def measure(script: str, build: str, call: int) -> dict[str, tuple[float, str]]:
-        if build == fails_in and len(failed) < rounds_failing:
-            failed.append(call)
+        if build == fails_in and call > fails_from:
             raise ab_link.BenchmarkError(f"{script} exited with 1: boom")
         return {"figure": (1.0, "GB/s")}
 
-    _, site_a, site_b = fake_ab(monkeypatch, tmp_path, measure)
-    with pytest.raises(SystemExit, match=f"failed in build {fails_in.upper()} in "
-                                         f"{rounds_failing} of 3 rounds: .*boom"):
+    calls, site_a, site_b = fake_ab(monkeypatch, tmp_path, measure)
+    with pytest.raises(SystemExit, match=expected):
         ab_link.main(["--a", str(site_a), "--b", str(site_b), "--benches", "elementwise",
                       "--out", str(tmp_path / "x.json")])
+    assert len(calls) == calls_made and not (tmp_path / "x.json").exists()
 
 
 def test_ab_link_refuses_bad_arguments(tmp_path: Path) -> None:
