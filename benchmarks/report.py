@@ -63,6 +63,7 @@ SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch":
          "jit": "jit", "array": "array", "elementwise": "elementwise",
          "bench_partition": "partition", "small_ops": "small-ops", "random": "random",
          "sort": "sort", "indexing": "indexing", "link_ab": "link-ab",
+         "commit_ab": "commit-ab",
          "dask": "dask", "bench_spill": "spill",
          "matmul_sweep": "matmul-sweep", "nccl": "nccl"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
@@ -714,22 +715,40 @@ def render_dask(doc: Doc) -> str:
               rows), "", line + "."])
 
 
-def render_link_ab(doc: Doc) -> str:
+def render_ab(doc: Doc) -> str:
+    """An A/B of two builds (``ab_link.py``): the link A/B and the commit A/B.
+
+    A commit A/B names both builds' commits; a benchmark that one build could not run (listed
+    under ``not_measured``) shows "not measured" on its side and no B / A.
+    """
     builds = doc.get("builds")
+    commits = doc.data.get("commits") or {}
+    tol = doc.data.get("tolerance", 0.02)
     rows = []
     for i, r in enumerate(doc.get("rows")):
-        rows.append([f"{r['figure']} ({r['unit']})", cell(doc.fig(r["a"], f"rows[{i}].a"), 3),
-                     cell(doc.fig(r["b"], f"rows[{i}].b"), 3),
-                     cell(doc.fig(r["b_over_a"], f"rows[{i}].b_over_a"), 4), r["verdict"]])
-    return "\n".join([
+        sides = [cell(doc.fig(r[key], f"rows[{i}].{key}"), digits) if r[key] is not None
+                 else "not measured" for key, digits in (("a", 3), ("b", 3), ("b_over_a", 4))]
+        rows.append([f"{r['figure']} ({r['unit']})", *sides, r["verdict"]])
+    names = {side: builds[side] + (f" (commit {short(commits[side])})" if commits.get(side)
+                                   else "") for side in ("a", "b")}
+    lines = [
         source_line(doc), "",
-        f"A: {builds['a']}; B: {builds['b']}; {doc.data['runs']} rounds each, interleaved "
+        f"A: {names['a']}; B: {names['b']}; {doc.data['runs']} rounds each, interleaved "
         f"(`{'`, `'.join(doc.get('benchmarks'))}`).", "",
-        table(["figure", "A", "B", "B / A", "verdict"], "lrrrl", rows), "",
-        "Every figure within 2% of the other build." if doc.get("all_within") else
-        ("Build A is nowhere slower than B by more than 2%; the figures outside 2% are A's "
-         "gains." if doc.get("no_regression") else
-         "Build A is slower than B by more than 2% somewhere (rows above).")])
+        table(["figure", "A", "B", "B / A", "verdict"], "lrrrl", rows), ""]
+    for item in doc.data.get("not_measured", []):
+        lines += [f"Not measured in build {item['build'].upper()}: `{item['benchmark']}` "
+                  f"({item['error'].splitlines()[-1] if item['error'] else 'no error text'}).",
+                  ""]
+    pct = f"{tol:.0%}"
+    lines.append(
+        f"Every figure within {pct} of the other build." if doc.get("all_within") else
+        (f"Build A is nowhere slower than B by more than {pct}; the figures outside {pct} are "
+         "A's gains." if doc.get("no_regression") else
+         f"Build A is slower than B by more than {pct} somewhere (rows above)."))
+    if doc.data.get("not_measured"):
+        lines[-1] += " (Over the figures measured in both builds.)"
+    return "\n".join(lines)
 
 
 RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
@@ -739,7 +758,8 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "random": render_math,  # bandwidth rows paired with torch, as bench_math's
     "indexing": render_math,  # likewise
     "sort": render_sort,
-    "link-ab": render_link_ab,
+    "link-ab": render_ab,
+    "commit-ab": render_ab,  # the same A/B of two commits (ab_link.py --name commit_ab)
     "dask": render_dask,
     "matmul-sweep": render_matmul_sweep,
     "nccl": render_nccl,

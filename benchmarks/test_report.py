@@ -1,4 +1,5 @@
-"""Tests of the run aggregation (``_runs``) and the README generator (``report.py``).
+"""Tests of the run aggregation (``_runs``), the README generator (``report.py``) and the A/B
+driver (``ab_link.py``, its benchmark processes faked).
 
 No GPU needed: the result files are made here, in the shapes the scripts write (per-run
 results aggregated by ``_runs.aggregate``).  Run with ``python -m pytest benchmarks``.
@@ -21,6 +22,7 @@ sys.path.insert(0, str(HERE))
 
 import _runs  # noqa: E402
 import _timing  # noqa: E402
+import ab_link  # noqa: E402
 import report  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -177,6 +179,7 @@ def current_files() -> dict[str, dict[str, Any]]:
     files["small-ops-h200.json"] = {**head("small_ops", 3), **small}
     files["random-h200.json"] = random_file()
     files["link-ab-h200.json"] = link_ab_file()
+    files["commit-ab-h200.json"] = commit_ab_file()
     files["nccl-h200.json"] = nccl_file()
     for name, benchmark in (("sort-h100.json", "sort"), ("indexing-h100.json", "indexing"),
                             ("dask-h100.json", "dask"),
@@ -217,6 +220,236 @@ def link_ab_file() -> dict[str, Any]:
     return {**head("link_ab", 3), "builds": {"a": "zig", "b": "g++"},
             "benchmarks": ["bench_launch.py -n 20000"], "tolerance": 0.02, "rows": rows,
             "all_within": True, "no_regression": True}
+
+
+COMMIT_B = "e5da03e01ae1cf92be1193828c2df4871e3b7a81"
+
+
+def commit_ab_file(not_measured: bool = False) -> dict[str, Any]:
+    """``ab_link.py --name commit_ab``'s shape: two commits' builds, bandwidth and GEMM rows.
+
+    ``not_measured``: the GEMM benchmark failed in every round of build B (an API it lacks).
+    """
+    rows: list[dict[str, Any]] = []
+    for label, unit, a, ratios in (
+            ("add (pygpukit) GB/s", "GB/s", 2540.0, [0.995, 1.004, 1.01]),
+            ("float16 matmul 4096x4096x4096", "TFLOP/s", 727.0, [1.031, 1.035, 1.04]),
+            ("bfloat16 linear 16x14336x4096", "TFLOP/s", 42.4, [0.97, 0.972, 0.98])):
+        a_runs = [a, a * 1.002, a * 0.998]
+        b_runs = [x * r for x, r in zip(a_runs, ratios, strict=True)]
+        if not_measured and unit == "TFLOP/s":
+            rows.append({"figure": label, "unit": unit, "a": _runs.spread(a_runs), "b": None,
+                         "b_over_a": None, "verdict": "not measured in B"})
+            continue
+        rows.append({"figure": label, "unit": unit, "a": _runs.spread(a_runs),
+                     "b": _runs.spread(b_runs), "b_over_a": _runs.spread(ratios),
+                     "verdict": ab_link.judge(unit, ratios[1], 0.02)})
+    data: dict[str, Any] = {
+        **head("commit_ab", 3),
+        "builds": {"a": "the current wheels", "b": "the wheels of the older commit"},
+        "benchmarks": ["bench_elementwise.py", "bench_matmul.py --quick --repeat 3"],
+        "tolerance": 0.02, "rows": rows,
+        "all_within": all(r["verdict"].startswith("within") for r in rows if r["b_over_a"]),
+        "no_regression": not any(r["verdict"].startswith("A slower") for r in rows),
+        "commits": {"a": COMMIT, "b": COMMIT_B}}
+    if not_measured:
+        data["not_measured"] = [{"benchmark": "bench_matmul.py", "build": "b",
+                                 "error": "bench_matmul.py exited with 1: Traceback ...\n"
+                                          "AttributeError: module 'pygpukit' has no attribute "
+                                          "'linear'"}]
+    return data
+
+
+def commit_ab_block(tree: Path, data: dict[str, Any]) -> str:
+    write(tree, "commit-ab-h200.json", data)
+    assert run_report(tree) == 0
+    assert run_report(tree, "--check") == 0
+    results = (tree / "benchmarks" / "results" / "README.md").read_text()
+    return results.split("<!-- report:commit-ab -->")[1].split("<!-- /report:commit-ab")[0]
+
+
+def test_renders_the_commit_ab(tree: Path) -> None:
+    block = commit_ab_block(tree, commit_ab_file())
+    assert block.startswith("\n`commit-ab-h200.json`, commit 0123456, NVIDIA H200")
+    assert ("A: the current wheels (commit 0123456); B: the wheels of the older commit (commit "
+            "e5da03e); 3 rounds each, interleaved (`bench_elementwise.py`, "
+            "`bench_matmul.py --quick --repeat 3`).") in block
+    assert (f"| add (pygpukit) GB/s (GB/s) | 2540.000 (2534.920{report.DASH}2545.080) | "
+            in block)
+    assert f"| 1.0040 (0.9950{report.DASH}1.0100) | within 2% |" in block
+    assert "| float16 matmul 4096x4096x4096 (TFLOP/s) |" in block
+    assert "| A slower by 3.4% |" in block  # B / A 1.035 in TFLOP/s: B is the faster
+    assert "| A faster by 2.9% |" in block  # B / A 0.972: A is the faster
+    assert "Build A is slower than B by more than 2% somewhere (rows above)." in block
+    assert "not measured" not in block.lower()
+
+
+def test_renders_a_commit_ab_with_a_benchmark_one_build_could_not_run(tree: Path) -> None:
+    block = commit_ab_block(tree, commit_ab_file(not_measured=True))
+    assert ("| float16 matmul 4096x4096x4096 (TFLOP/s) | 727.000 (725.546"
+            f"{report.DASH}728.454) | not measured | not measured | not measured in B |") in block
+    assert ("Not measured in build B: `bench_matmul.py` (AttributeError: module 'pygpukit' has "
+            "no attribute 'linear').") in block
+    assert ("Every figure within 2% of the other build. (Over the figures measured in both "
+            "builds.)") in block
+
+
+# -- ab_link.py --------------------------------------------------------------------------------
+def fake_ab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+            measure: Any) -> tuple[list[tuple[str, str, str | None]], Path, Path]:
+    """ab_link with its benchmark processes replaced by ``measure(script, build, call)``."""
+    calls: list[tuple[str, str, str | None]] = []
+    site_a, site_b = tmp_path / "a", tmp_path / "b"
+    site_a.mkdir()
+    site_b.mkdir()
+
+    def run_one(script: str, args: tuple[str, ...], site: Path,
+                commit: str | None = None) -> dict[str, tuple[float, str]]:
+        build = "a" if site == site_a else "b"
+        calls.append((script, build, commit))
+        result: dict[str, tuple[float, str]] = measure(script, build, len(calls))
+        return result
+
+    monkeypatch.setattr(ab_link, "run_one", run_one)
+    monkeypatch.setattr(ab_link, "report_head", lambda name, runs: head(name, runs))
+    return calls, site_a, site_b
+
+
+def test_ab_link_commit_ab_interleaves_the_chosen_benchmarks(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    def measure(script: str, build: str, call: int) -> dict[str, tuple[float, str]]:
+        speed = {"a": 100.0, "b": 90.0}[build] + call / 100  # B 10% slower
+        return {f"{script} figure": (speed, "GB/s")}
+
+    calls, site_a, site_b = fake_ab(monkeypatch, tmp_path, measure)
+    out = tmp_path / "commit-ab.json"
+    assert ab_link.main(["--a", str(site_a), "--b", str(site_b), "--name", "commit_ab",
+                         "--benches", "elementwise,matmul", "--label-a", "now",
+                         "--label-b", "before", "--commit-a", COMMIT, "--commit-b", COMMIT_B,
+                         "--out", str(out)]) == 0
+    # A B B A A B, each build with its own commit, only the benchmarks chosen.
+    builds = [b for _, b, _ in calls]
+    assert builds == ["a", "a", "b", "b", "b", "b", "a", "a", "a", "a", "b", "b"]
+    assert {c for _, b, c in calls if b == "a"} == {COMMIT}
+    assert {c for _, b, c in calls if b == "b"} == {COMMIT_B}
+    assert {s for s, _, _ in calls} == {"bench_elementwise.py", "bench_matmul.py"}
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "commit_ab" and data["builds"] == {"a": "now", "b": "before"}
+    assert data["commits"] == {"a": COMMIT, "b": COMMIT_B}
+    assert data["benchmarks"] == ["bench_elementwise.py", "bench_matmul.py --quick --repeat 3"]
+    assert [r["figure"] for r in data["rows"]] == ["bench_elementwise.py figure",
+                                                   "bench_matmul.py figure"]
+    assert all(r["verdict"] == "A faster by 11.1%" for r in data["rows"])
+    assert data["no_regression"] and not data["all_within"] and "not_measured" not in data
+
+
+def test_ab_link_defaults_stay_those_of_the_link_ab(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    calls, site_a, site_b = fake_ab(monkeypatch, tmp_path,
+                                    lambda script, build, call: {script: (4.0, "µs")})
+    out = tmp_path / "link-ab.json"
+    assert ab_link.main(["--a", str(site_a), "--b", str(site_b), "--rounds", "1",
+                         "--out", str(out)]) == 0
+    assert [s for s, _, _ in calls] == ["bench_launch.py", "bench_elementwise.py",
+                                        "bench_matmul.py"] * 2
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "link_ab" and "commits" not in data
+    assert data["builds"] == {"a": "zig, glibc 2.28 (the wheels)",
+                              "b": "g++, the build machine's glibc (before)"}
+    assert data["rows"][0]["verdict"] == "within 2%" and data["all_within"]
+
+
+def test_ab_link_records_a_benchmark_build_b_cannot_run(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    def measure(script: str, build: str, call: int) -> dict[str, tuple[float, str]]:
+        if script == "bench_matmul.py" and build == "b":
+            raise ab_link.BenchmarkError("bench_matmul.py exited with 1: AttributeError: linear")
+        return {f"{script} figure": (100.0, "TFLOP/s")}
+
+    _, site_a, site_b = fake_ab(monkeypatch, tmp_path, measure)
+    out = tmp_path / "commit-ab.json"
+    assert ab_link.main(["--a", str(site_a), "--b", str(site_b), "--name", "commit_ab",
+                         "--benches", "elementwise,matmul", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    gemm = data["rows"][1]
+    assert gemm["figure"] == "bench_matmul.py figure" and gemm["a"]["median"] == 100.0
+    assert gemm["b"] is None and gemm["b_over_a"] is None
+    assert gemm["verdict"] == "not measured in B"
+    assert data["not_measured"] == [{"benchmark": "bench_matmul.py", "build": "b",
+                                     "error": "bench_matmul.py exited with 1: "
+                                              "AttributeError: linear"}]
+    assert data["all_within"] and data["no_regression"]  # over the measured figures
+    write_tree = tmp_path / "tree"
+    (write_tree / "benchmarks" / "results").mkdir(parents=True)
+    shutil.copy(HERE.parent / "README.md", write_tree / "README.md")
+    shutil.copy(HERE / "results" / "README.md", write_tree / "benchmarks" / "results")
+    (write_tree / "benchmarks" / "results" / "commit-ab-h200.json").write_text(out.read_text())
+    assert run_report(write_tree) == 0  # report.py renders what ab_link.py wrote
+
+
+@pytest.mark.parametrize(("fails_in", "fails_from", "expected", "calls_made"), [
+    # calls: A B, B A, A B.  A fails at call 4 (round 2): the A/B stops there.
+    ("a", 3, "failed in build A in round 2: .*boom", 4),
+    # B fails at calls 3 and 6 (rounds 2 and 3), not in round 1: intermittent.
+    ("b", 2, "failed in build B in 2 of 3 rounds: .*boom", 6),
+])
+def test_ab_link_stops_on_a_failure_of_build_a_or_an_intermittent_one_of_b(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fails_in: str, fails_from: int,
+        expected: str, calls_made: int) -> None:
+    def measure(script: str, build: str, call: int) -> dict[str, tuple[float, str]]:
+        if build == fails_in and call > fails_from:
+            raise ab_link.BenchmarkError(f"{script} exited with 1: boom")
+        return {"figure": (1.0, "GB/s")}
+
+    calls, site_a, site_b = fake_ab(monkeypatch, tmp_path, measure)
+    with pytest.raises(SystemExit, match=expected):
+        ab_link.main(["--a", str(site_a), "--b", str(site_b), "--benches", "elementwise",
+                      "--out", str(tmp_path / "x.json")])
+    assert len(calls) == calls_made and not (tmp_path / "x.json").exists()
+
+
+def test_ab_link_refuses_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        ab_link.main(["--a", str(tmp_path), "--b", str(tmp_path), "--benches", "gemm",
+                      "--out", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit, match="--commit-b: 'HEAD' is not a commit hash"):
+        ab_link.main(["--a", str(tmp_path), "--b", str(tmp_path), "--commit-b", "HEAD",
+                      "--out", str(tmp_path / "x.json")])
+    assert ab_link.parse_benches(" matmul,elementwise ") == ["matmul", "elementwise"]
+    with pytest.raises(Exception, match="each once"):
+        ab_link.parse_benches("matmul,matmul")
+
+
+def test_ab_link_runs_each_build_alone_on_pythonpath(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    class Done:
+        returncode = 0
+        stderr = ""
+
+    def fake_run(cmd: list[str], env: dict[str, str], **kwargs: Any) -> Done:
+        seen.update(cmd=cmd, env=env)
+        out = Path(cmd[cmd.index("--out") + 1])
+        out.write_text(json.dumps({"rows": [{"op": "add (pygpukit)",
+                                             "GB/s": {"min": 1, "median": 2, "max": 3}},
+                                            {"op": "add (torch)",
+                                             "GB/s": {"min": 1, "median": 9, "max": 9}}]}))
+        return Done()
+
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    monkeypatch.setenv("PYGPUKIT_COMMIT", COMMIT)
+    monkeypatch.setattr(ab_link.subprocess, "run", fake_run)
+    got = ab_link.run_one("bench_elementwise.py", (), tmp_path / "b", COMMIT_B)
+    assert got == {"add (pygpukit) GB/s": (2, "GB/s")}
+    assert seen["env"]["PYTHONPATH"] == str(tmp_path / "b")
+    assert seen["env"]["PYGPUKIT_COMMIT"] == COMMIT_B
+    assert seen["cmd"][1:5] == [str(HERE / "bench_elementwise.py"), "--runs", "1", "--out"]
+
+    Done.returncode, Done.stderr = 1, "Traceback\nAttributeError: no linear\n"
+    with pytest.raises(ab_link.BenchmarkError,
+                       match=r"bench_elementwise\.py exited with 1: Traceback\nAttributeError"):
+        ab_link.run_one("bench_elementwise.py", (), tmp_path / "b")
 
 
 def spill_file() -> dict[str, Any]:
