@@ -53,21 +53,24 @@ def _set(arrays: dict[str, gp.GPUArray], data: dict[str, np.ndarray]) -> None:
         arrays[k][...] = gp.from_numpy(v)
 
 
-def test_replay_is_bit_identical_to_eager_runs(backend: str) -> None:
-    first, second = _inputs(0), _inputs(1)
-    eager_first = {k: v.to_numpy() for k, v in _work(_upload(first)).items()}
-    eager_second = {k: v.to_numpy() for k, v in _work(_upload(second)).items()}
-    arrays = _upload(first)
+def _capture_and_check(work: Callable[[dict[str, gp.GPUArray]], dict[str, gp.GPUArray]],
+                       runs: list[dict[str, np.ndarray]]) -> gp.Graph:
+    """Capture ``work`` on ``runs[0]``; each run's data replayed equals ``work`` run eagerly."""
+    eager = [{k: v.to_numpy() for k, v in work(_upload(data)).items()} for data in runs]
+    arrays = _upload(runs[0])
     with gp.graph() as g:
-        out = _work(arrays)
+        out = work(arrays)
     assert g.captured and "ready" in repr(g)
-    g.replay()
-    for k, expected in eager_first.items():
-        np.testing.assert_array_equal(out[k].to_numpy(), expected, err_msg=k)
-    _set(arrays, second)                        # new data in the same arrays
-    g.replay()
-    for k, expected in eager_second.items():
-        np.testing.assert_array_equal(out[k].to_numpy(), expected, err_msg=k)
+    for data, expected_outputs in zip(runs, eager, strict=True):
+        _set(arrays, data)                      # new data in the same arrays
+        g.replay()
+        for k, expected in expected_outputs.items():
+            np.testing.assert_array_equal(out[k].to_numpy(), expected, err_msg=k)
+    return g
+
+
+def test_replay_is_bit_identical_to_eager_runs(backend: str) -> None:
+    g = _capture_and_check(_work, [_inputs(0), _inputs(1)])
     g.close()
     g.close()  # idempotent
     assert not g.captured
@@ -174,23 +177,13 @@ def test_small_op_chains_replay_fused_and_bit_identical(backend: str) -> None:
                 "x64": rng.standard_normal((5, 24)),
                 "i64": rng.integers(-1000, 1000, (7, 9))}
 
-    first, second = inputs(3), inputs(4)
-    eager_first = {k: v.to_numpy() for k, v in _chain(_upload(first)).items()}
-    eager_second = {k: v.to_numpy() for k, v in _chain(_upload(second)).items()}
-    arrays = _upload(first)
-    with gp.graph() as g:
-        out = _chain(arrays)
+    g = _capture_and_check(_chain, [inputs(3), inputs(4)])
     if backend == "cuda":
         # Every op above is a small-array kernel: on a CUDA 12.4+ driver they replay as
         # lines of one-block launches (graph_fuse.cpp).
         assert g.fused_ops >= 30, g.fused_ops
     else:
         assert g.fused_ops == 0
-    for data, eager in ((first, eager_first), (second, eager_second)):
-        _set(arrays, data)
-        g.replay()
-        for k, expected in eager.items():
-            np.testing.assert_array_equal(out[k].to_numpy(), expected, err_msg=k)
     g.close()
 
 
