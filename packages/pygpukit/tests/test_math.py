@@ -374,6 +374,86 @@ def test_reduction_out_and_strided_out(backend: str) -> None:
         gp.max(gx, axis=0, out=gp.empty((4,)))
 
 
+def test_reduction_plans_are_reused_and_keep_the_checks(backend: str) -> None:
+    # Plans are cached per (op, dtype, layout, axis, keepdims): the second call of each
+    # spelling takes the cached plan and gives the same bits; refused spellings stay refused.
+    x = rand((5, 6, 7), np.dtype(np.float32), 40)
+    gx = gp.from_numpy(x)
+    for view, host in ((gx, x), (gx[1:4, ::2, ::-1], x[1:4, ::2, ::-1])):
+        for axis in (None, 0, -1, (0, 2), (1,), ()):
+            for keepdims in (False, True):
+                first = view.sum(axis=axis, keepdims=keepdims)
+                again = view.sum(axis=axis, keepdims=keepdims)
+                assert first.shape == again.shape == host.sum(axis=axis, keepdims=keepdims).shape
+                assert first.to_numpy().tobytes() == again.to_numpy().tobytes()
+                check(first, host.astype(np.float64).sum(axis=axis, keepdims=keepdims)
+                      .astype(np.float32), tol=1e-5)
+    gx.sum(axis=1)
+    with pytest.raises(TypeError):
+        gx.sum(axis=1.0)  # type: ignore[arg-type]  # equal to the cached 1, still refused
+    gx.sum(axis=(1,))
+    with pytest.raises(TypeError):
+        gx.sum(axis=(1.0,))  # type: ignore[arg-type]
+    assert gx.sum(axis=np.int64(1)).shape == (5, 7)
+    with pytest.raises(TypeError):
+        gx.sum(axis=[0, 2])  # type: ignore[arg-type]  # a list (unhashable): refused as before
+    for _ in range(2):
+        with pytest.raises(ValueError, match="no identity"):
+            gp.empty((0, 3)).max(axis=0)
+    assert gp.argmax(gx, keepdims=True).shape == (1, 1, 1)
+    assert gp.argmax(gx, axis=1, keepdims=True).shape == (5, 1, 7)
+    # keepdims into out=: a contiguous out, and a strided one written through a temporary.
+    out = gp.zeros((5, 1, 7), np.float32)
+    assert gp.sum(gx, axis=1, keepdims=True, out=out) is out
+    wide = gp.zeros((5, 1, 14), np.float32)
+    strided = wide[:, :, ::2]
+    assert gp.sum(gx, axis=1, keepdims=True, out=strided) is strided
+    assert out.to_numpy().tobytes() == strided.to_numpy().tobytes()
+    check(out, x.astype(np.float64).sum(axis=1, keepdims=True).astype(np.float32), tol=1e-5)
+
+
+def test_numpy_sum_with_dtype_and_keepdims(backend: str) -> None:
+    # What dask's chunk step calls: np.sum(chunk, axis=(0,), dtype=<its dtype>, keepdims=True).
+    x = rand((300,), np.dtype(np.float32), 41)
+    gx = gp.from_numpy(x)
+    got = np.sum(gx, axis=(0,), dtype=np.dtype(np.float32), keepdims=True)
+    assert isinstance(got, gp.GPUArray) and got.shape == (1,) and got.dtype == np.float32
+    assert got.to_numpy().tobytes() == gx.sum(axis=(0,), keepdims=True).to_numpy().tobytes()
+    wide = np.sum(gx, axis=0, dtype=np.float64)
+    assert wide.dtype == np.float64
+    check(wide, np.asarray(x.astype(np.float64).sum()), tol=1e-12)
+    with pytest.raises(TypeError, match="initial"):
+        np.sum(gx, initial=1.0)
+    with pytest.raises(TypeError, match="where"):
+        np.sum(gx, where=np.True_)
+
+
+def test_elementwise_type_resolution_is_cached_not_its_errors(backend: str) -> None:
+    a = gp.from_numpy(rand((9,), np.dtype(np.int16), 42))
+    for _ in range(2):
+        assert (a + 1).dtype == np.int16 and (a + 1.5).dtype == np.float64
+        assert (a + np.float32(1)).dtype == np.float32
+        assert gp.sqrt(a).dtype == np.float32
+        with pytest.raises(TypeError):
+            gp.bitwise_and(gp.ones(3), gp.ones(3))
+
+
+def test_concatenate_promotes_skips_empty_and_joins_any_axis(backend: str) -> None:
+    a = rand((2, 3, 4), np.dtype(np.int32), 43)
+    b = rand((2, 5, 4), np.dtype(np.float32), 44)
+    ga, gb = gp.from_numpy(a), gp.from_numpy(b)
+    empty = gp.empty((2, 0, 4), np.int32)
+    got = gp.concatenate([ga, empty, gb, ga[:, ::-2]], axis=1)
+    want = np.concatenate([a, np.empty((2, 0, 4), np.int32), b, a[:, ::-2]], axis=1)
+    assert got.dtype == want.dtype == np.float64
+    check(got, want)
+    same = gp.concatenate([ga, ga[:, :1], ga], axis=-2)
+    assert same.dtype == np.int32
+    check(same, np.concatenate([a, a[:, :1], a], axis=-2))
+    assert gp.concatenate([empty, empty], axis=1).shape == (2, 0, 4)
+    check(gp.concatenate([ga[:1], ga]), np.concatenate([a[:1], a]))
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_softmax_and_norms(backend: str, dtype: np.dtype[Any]) -> None:
     x = rand((3, 4, 33), dtype, 15)

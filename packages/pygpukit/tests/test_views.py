@@ -20,6 +20,9 @@ KEYS = [
     0, -1, 2, slice(None), slice(1, None, 2), slice(None, None, -1), slice(5, 1, -2),
     (Ellipsis, 1), (None, 0), (1, Ellipsis, None), (slice(None), None, slice(0, 3)),
     (-2, slice(None, None, 3), 1), (), Ellipsis, (slice(2, 2),),
+    # Tuples of slices only (dask's chunk getter takes a shortcut for them).
+    (slice(1, 4), slice(None, None, -2)), (slice(0, 6), slice(3, 1), slice(None)),
+    (slice(-100, 100), slice(None, None, 2), slice(1, 3, 1)), (slice(np.int64(1), None),),
 ]
 
 

@@ -67,8 +67,22 @@ def _kernels() -> _Kernels:
     return _Kernels()
 
 
+#: The int64 arrays of shapes and strides, per tuple: the C ABI only reads them
+#: (``const int64_t*``), and making one costs about half a microsecond, several per op.
+_I64: dict[tuple[int, ...], Any] = {}
+_I64_MAX = 4096
+
+
 def _i64(values: tuple[int, ...]) -> Any:
-    return (ctypes.c_int64 * max(len(values), 1))(*values)
+    try:
+        return _I64[values]
+    except KeyError:
+        pass
+    array = (ctypes.c_int64 * max(len(values), 1))(*values)
+    if len(_I64) >= _I64_MAX:
+        _I64.clear()
+    _I64[values] = array
+    return array
 
 
 def _ptr(array: GPUArray) -> int:

@@ -180,6 +180,24 @@ class AdvancedIndex(TypeError):  # noqa: N818 (a signal, caught by GPUArray.__ge
     """A key with advanced items (arrays, lists, masks, bools): not a view."""
 
 
+def _slices_view(shape: Shape, strides: Strides,
+                 key: tuple[Any, ...]) -> tuple[Shape, Strides, int] | None:
+    """:func:`index_view` of a tuple of slices only (dask's chunk getter), else ``None``."""
+    out_shape = list(shape)
+    out_strides = list(strides)
+    offset = 0
+    for dim, item in enumerate(key):
+        if item.__class__ is not slice:
+            return None
+        start, stop, step = item.indices(shape[dim])
+        length = len(range(start, stop, step))
+        if length:
+            offset += start * strides[dim]
+        out_shape[dim] = length
+        out_strides[dim] = strides[dim] * step
+    return tuple(out_shape), tuple(out_strides), offset
+
+
 def index_view(
     shape: Shape, strides: Strides, key: Any
 ) -> tuple[Shape, Strides, int]:
@@ -195,6 +213,10 @@ def index_view(
         The key has an item that is not basic (an array, a list, a bool, ...): advanced
         indexing, done by ``pygpukit._indexing``.
     """
+    if key.__class__ is tuple and len(key) <= len(shape):
+        view = _slices_view(shape, strides, key)
+        if view is not None:
+            return view
     items = key if isinstance(key, tuple) else (key,)
     n_ellipsis = sum(1 for k in items if k is Ellipsis)
     if n_ellipsis > 1:

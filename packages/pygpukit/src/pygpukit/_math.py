@@ -42,6 +42,7 @@ from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on
 
 if TYPE_CHECKING:
     from pygpukit._backend import Runtime
+    from pygpukit._stream import Stream
 
 _LOGICAL = {"logical_and", "logical_or", "logical_xor"}
 _FLOATS = (float16, bfloat16, float32, float64)
@@ -98,9 +99,14 @@ def _needs_staging(out: GPUArray, *inputs: GPUArray) -> bool:
 
 
 def _finish(name: str, out: GPUArray | None, shape: tuple[int, ...], result: np.dtype[Any],
-            runtime: Runtime, inputs: tuple[GPUArray, ...]) -> tuple[GPUArray, GPUArray | None]:
-    """Pick the array the kernel writes: ``out`` itself, or a temporary copied into it."""
-    stream = stream_for_runtime(runtime)
+            runtime: Runtime, inputs: tuple[GPUArray, ...],
+            stream: Stream | None = None) -> tuple[GPUArray, GPUArray | None]:
+    """Pick the array the kernel writes: ``out`` itself, or a temporary copied into it.
+
+    ``stream``: the runtime's current stream when the caller has it already.
+    """
+    if stream is None:
+        stream = stream_for_runtime(runtime)
     if out is None:
         return empty_on(runtime, shape, result, stream), None
     _check_out(name, out, shape, result, runtime)
@@ -166,9 +172,9 @@ def binary(name: str, a: Any, b: Any, out: GPUArray | None = None) -> GPUArray:
             return _out_of_range_comparison(name, a, b, array, value, loop, out)
     if out is not None and isinstance(out, GPUArray) and out.shape != shape:
         shape = _layout.broadcast_shapes(shape, out.shape)
-    inputs = tuple(x for x in (a, b) if isinstance(x, GPUArray))
-    target, final = _finish(name, out, shape, result, runtime, inputs)
+    inputs = (a, b) if a_arr and b_arr else (a,) if a_arr else (b,)
     stream = stream_for_runtime(runtime)
+    target, final = _finish(name, out, shape, result, runtime, inputs, stream)
     va = _broadcast(a, shape) if a_arr else None
     vb = _broadcast(b, shape) if b_arr else None
     touch(stream, *inputs, written=target)
@@ -191,8 +197,8 @@ def unary(name: str, x: Any, out: GPUArray | None = None) -> GPUArray:
     loop, result = resolve(name, (x.dtype,))
     code = unary_code(name, loop)
     runtime = x._rt
-    target, final = _finish(name, out, x.shape, result, runtime, (x,))
     stream = stream_for_runtime(runtime)
+    target, final = _finish(name, out, x.shape, result, runtime, (x,), stream)
     touch(stream, x, written=target)
     if target.size:
         runtime.unary(code, x, target, compute_dtype(loop), stream)
@@ -228,8 +234,8 @@ def where(cond: GPUArray, a: Any, b: Any, *, out: GPUArray | None = None) -> GPU
     shape = _layout.broadcast_shapes(*(x.shape for x in arrays))
     scalars = [0 if isinstance(v, GPUArray) else _scalar_value("where", v, result)
                for v in (a, b)]
-    target, final = _finish("where", out, shape, result, runtime, tuple(arrays))
     stream = stream_for_runtime(runtime)
+    target, final = _finish("where", out, shape, result, runtime, tuple(arrays), stream)
     views = [_broadcast(v, shape) if isinstance(v, GPUArray) else None for v in (cond, a, b)]
     touch(stream, *arrays, written=target)
     if target.size:
@@ -268,6 +274,83 @@ def _chunks(nout: int, nred: int) -> int:
     return int(min(512, -(-512 // nout), -(-nred // 16384)))
 
 
+class _ReducePlan:
+    """What a reduction over one (op, dtype, shape, strides, axis, keepdims) launches with.
+
+    Everything but the arrays: the dtypes, the view of ``x`` with the reduced dims last, the
+    result's shapes, the two-pass split and its workspace.  Made once per key and reused (dask
+    reduces chunk after chunk of one layout); an invalid call raises while the plan is made,
+    so no plan exists for it.
+    """
+
+    __slots__ = ("chunks", "compute", "dense_strides", "final_shape", "final_strides", "nred_dims",
+                 "op", "out_shape", "result", "view_shape", "view_strides", "workspace")
+
+    def __init__(self, name: str, dtype: np.dtype[Any], shape: tuple[int, ...],
+                 strides: tuple[int, ...], axis: Any, keepdims: bool) -> None:
+        result, compute = reduce_dtypes(name, dtype)
+        ndim = len(shape)
+        axes = _axes(axis, ndim, name)
+        kept = tuple(d for d in range(ndim) if d not in axes)
+        nred = 1
+        for d in axes:
+            nred *= shape[d]
+        out_shape = tuple(shape[d] for d in kept)
+        if nred == 0 and name in _NEEDS_ELEMENTS:  # NumPy raises even when the result is empty
+            if name.startswith("arg"):
+                raise ValueError(f"attempt to get {name} of an empty sequence")
+            raise ValueError(f"zero-size array to reduction operation {_NEEDS_ELEMENTS[name]} "
+                             "which has no identity")
+        full_shape = tuple(1 if d in axes else shape[d] for d in range(ndim))
+        final_shape = full_shape if keepdims else out_shape
+        if name in ("argmax", "argmin") and axis is None:
+            final_shape = (1,) * ndim if keepdims else ()
+        order = kept + axes if name not in ("argmax", "argmin") or axis is not None else axes
+        self.op = REDUCE_OPS[name]
+        self.result = result
+        self.compute = compute
+        self.nred_dims = len(axes)
+        self.final_shape = final_shape
+        self.out_shape = out_shape
+        self.view_shape = tuple(shape[d] for d in order)
+        self.view_strides = tuple(strides[d] for d in order)
+        # The kernel writes the kept dims densely: a new result (C strides) seen as out_shape,
+        # with the strides GPUArray.reshape would give it.
+        self.final_strides = _layout.c_strides(final_shape, result.itemsize)
+        self.dense_strides = _layout.reshape_strides(final_shape, self.final_strides, out_shape,
+                                                     result.itemsize)
+        nout = math_prod(out_shape)
+        self.chunks = _chunks(max(1, nout), nred)
+        self.workspace = nout * self.chunks * 32 if self.chunks > 1 else 0
+
+
+_REDUCE_PLANS: dict[tuple[Any, ...], _ReducePlan] = {}
+_REDUCE_PLANS_MAX = 4096
+
+
+def _int_tuple(axis: tuple[Any, ...]) -> bool:
+    return all(a.__class__ is int for a in axis)
+
+
+def _reduce_plan(name: str, x: GPUArray, axis: Any, keepdims: bool) -> _ReducePlan:
+    kind = axis.__class__
+    if not (axis is None or kind is int or (kind is tuple and _int_tuple(axis))):
+        # Other spellings (NumPy ints, lists; floats, which must raise) are not keys: ``1.0``
+        # and ``(1.0,)`` hash and compare like ``1`` and ``(1,)``.
+        return _ReducePlan(name, x.dtype, x.shape, x.strides, axis, keepdims)
+    key = (name, x.dtype, x.shape, x.strides, axis, keepdims)
+    try:
+        plan = _REDUCE_PLANS.get(key)
+    except TypeError:  # an unhashable keepdims: refused (or taken) by the plan itself
+        return _ReducePlan(name, x.dtype, x.shape, x.strides, axis, keepdims)
+    if plan is None:
+        plan = _ReducePlan(name, x.dtype, x.shape, x.strides, axis, keepdims)
+        if len(_REDUCE_PLANS) >= _REDUCE_PLANS_MAX:
+            _REDUCE_PLANS.clear()
+        _REDUCE_PLANS[key] = plan
+    return plan
+
+
 def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, *, ddof: float = 0,
            out: GPUArray | None = None) -> GPUArray:
     """Reduction ``name`` of ``x`` over ``axis`` (int, tuple or None), NumPy's semantics."""
@@ -280,38 +363,29 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, *, ddof:
         return hooks.complex.reduce(name, x, axis, keepdims, ddof, out)
     if name in ("argmax", "argmin") and isinstance(axis, tuple):
         raise TypeError(f"{name}: axis must be an int or None")
-    result, compute = reduce_dtypes(name, x.dtype)
-    axes = _axes(axis, x.ndim, name)
-    kept = tuple(d for d in range(x.ndim) if d not in axes)
-    nred = 1
-    for d in axes:
-        nred *= x.shape[d]
-    out_shape = tuple(x.shape[d] for d in kept)
-    if nred == 0 and name in _NEEDS_ELEMENTS:  # NumPy raises even when the result is empty
-        if name.startswith("arg"):
-            raise ValueError(f"attempt to get {name} of an empty sequence")
-        raise ValueError(f"zero-size array to reduction operation {_NEEDS_ELEMENTS[name]} "
-                         "which has no identity")
-    full_shape = tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
-    final_shape = full_shape if keepdims else out_shape
-    if name in ("argmax", "argmin") and axis is None:
-        final_shape = (1,) * x.ndim if keepdims else ()
+    plan = _reduce_plan(name, x, axis, keepdims)
+    result = plan.result
+    final_shape = plan.final_shape
+    out_shape = plan.out_shape
     runtime = x._rt
-    target, final = _finish(name, out, final_shape, result, runtime, (x,))
     stream = stream_for_runtime(runtime)
+    target, final = _finish(name, out, final_shape, result, runtime, (x,), stream)
     if final is None and out is not None and not target.is_contiguous():
         final, target = target, empty_on(runtime, final_shape, result, stream)
-    order = kept + axes if name not in ("argmax", "argmin") or axis is not None else axes
-    view = GPUArray(x._rt, x._block, x._offset, tuple(x.shape[d] for d in order),
-                    tuple(x.strides[d] for d in order), x.dtype)
-    dense = target.reshape(out_shape) if target.size and target.shape != out_shape else target
-    chunks = _chunks(max(1, dense.size), nred)
-    workspace = (empty_on(runtime, (dense.size * chunks * 32,), np.dtype(np.uint8), stream)
-                 if chunks > 1 else None)
+    view = GPUArray(runtime, x._block, x._offset, plan.view_shape, plan.view_strides, x.dtype)
+    if target.shape == out_shape or not target.size:
+        dense = target
+    elif target.strides == plan.final_strides and plan.dense_strides is not None:
+        dense = GPUArray(runtime, target._block, target._offset, out_shape, plan.dense_strides,
+                         result)  # target.reshape(out_shape), without working it out again
+    else:
+        dense = target.reshape(out_shape)
+    workspace = (empty_on(runtime, (plan.workspace,), np.dtype(np.uint8), stream)
+                 if plan.chunks > 1 else None)
     touch(stream, x, *([workspace] if workspace is not None else []), written=target)
     if target.size:
-        runtime.reduce(REDUCE_OPS[name], view, len(axes), dense, compute, float(ddof),
-                       workspace, chunks, stream)
+        runtime.reduce(plan.op, view, plan.nred_dims, dense, plan.compute, float(ddof),
+                       workspace, plan.chunks, stream)
     if final is not None:
         copy_into(target, final)
         return final

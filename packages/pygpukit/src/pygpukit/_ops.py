@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _array, _complex, _dlpack, _fastpath, _linalg, _small, _transfer
+from pygpukit import _array, _complex, _dlpack, _fastpath, _layout, _linalg, _small, _transfer
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import bfloat16, float16, float32, float64
 from pygpukit._fastpath import Kind, fast
@@ -16,7 +16,7 @@ from pygpukit._indexing import where  # where(cond, a, b), and where(cond) == no
 from pygpukit._math import binary, reduce, unary
 from pygpukit._optable import ROW_NORMS
 from pygpukit._stream import stream_for_runtime
-from pygpukit._transfer import copy_into, empty_on, touch
+from pygpukit._transfer import check_same_device, copy_into, empty_on, touch
 
 if TYPE_CHECKING:
     from pygpukit._backend import Runtime
@@ -238,7 +238,6 @@ def _row_norm(name: str, x: Any, axis: int, weight: Any = None, bias: Any = None
     Computed in float32 for float16 / bfloat16 / float32 (float64 for float64); weight and bias
     are converted to that type; the result has x's dtype and shape.
     """
-    from pygpukit import _layout
     from pygpukit._math import math_prod
 
     if ((axis == -1 or (type(x) is GPUArray and axis == x.ndim - 1))
@@ -317,24 +316,39 @@ def _array_list(arrays: Any, op: str) -> list[GPUArray]:
 
 def concatenate(arrays: Any, axis: int = 0) -> GPUArray:
     """Join arrays along an existing axis (NumPy's ``concatenate``; dtypes promoted)."""
-    from pygpukit import _layout
-    from pygpukit._transfer import check_same_device, copy_into
-
     items = _array_list(arrays, "concatenate")
     runtime = check_same_device(*items, op="concatenate")
-    ndim = items[0].ndim
+    ref = items[0].shape
+    ndim = len(ref)
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     ax = _layout.normalize_axis(axis, ndim)
     for item in items:
-        if item.ndim != ndim or builtins.any(item.shape[d] != items[0].shape[d]
-                                    for d in range(ndim) if d != ax):
+        dims = item.shape
+        if len(dims) != ndim or dims[:ax] != ref[:ax] or dims[ax + 1:] != ref[ax + 1:]:
             raise ValueError("all the input array dimensions except for the concatenation axis "
                              "must match exactly")
-    dtype = np.result_type(*(item.dtype for item in items))
+    first = items[0].dtype
+    dtype = (first if builtins.all(item.dtype is first for item in items)
+             else np.result_type(*(item.dtype for item in items)))
     shape = list(items[0].shape)
     shape[ax] = builtins.sum(item.shape[ax] for item in items)
-    result = empty_on(runtime, tuple(shape), dtype)
+    stream = stream_for_runtime(runtime)
+    result = empty_on(runtime, tuple(shape), dtype, stream)
+    if dtype.kind != "c":
+        # Each item is copied into its slab of the new result as copy_into would (same
+        # shapes, nothing to broadcast, no overlap with a new array): one touch for all
+        # and a copy per item, without copy_into's checks and basic indexing per item.
+        touch(stream, *items, written=result)
+        strides = result.strides
+        step = strides[ax]
+        start = 0
+        for item in items:
+            if item.size:
+                runtime.copy(item, GPUArray(runtime, result._block, start * step, item.shape,
+                                            strides, dtype), stream)
+            start += item.shape[ax]
+        return result
     start = 0
     for item in items:
         index = tuple(slice(start, start + item.shape[ax]) if d == ax else slice(None)
@@ -346,8 +360,6 @@ def concatenate(arrays: Any, axis: int = 0) -> GPUArray:
 
 def stack(arrays: Any, axis: int = 0) -> GPUArray:
     """Join arrays along a new axis (NumPy's ``stack``)."""
-    from pygpukit import _layout
-
     items = _array_list(arrays, "stack")
     if builtins.any(item.shape != items[0].shape for item in items):
         raise ValueError("all input arrays must have the same shape")

@@ -224,12 +224,31 @@ def unary_code(name: str, loop: np.dtype[Any]) -> int:
     return UNARY_OPS[name][0]
 
 
+#: ``resolve``'s answers, per (op, operand keys): ``ufunc.resolve_dtypes`` costs about a
+#: microsecond, paid by every general-path op.  Failures are not kept (they raise each time).
+_RESOLVED: dict[tuple[str, tuple[Any, ...]], tuple[np.dtype[Any], np.dtype[Any]]] = {}
+_RESOLVED_MAX = 4096
+
+
 def resolve(name: str, keys: tuple[Any, ...]) -> tuple[np.dtype[Any], np.dtype[Any]]:
     """(loop dtype, result dtype) of elementwise op ``name`` over operand keys.
 
     A key is a dtype, or a Python scalar type (weak, NEP 50); complex keys raise TypeError
     (the kernel plans never see them).
     """
+    try:
+        return _RESOLVED[name, keys]
+    except KeyError:
+        cache = len(_RESOLVED) < _RESOLVED_MAX
+    except TypeError:  # an unhashable key: resolved (and refused) below, not kept
+        cache = False
+    found = _resolve(name, keys)
+    if cache:
+        _RESOLVED[name, keys] = found
+    return found
+
+
+def _resolve(name: str, keys: tuple[Any, ...]) -> tuple[np.dtype[Any], np.dtype[Any]]:
     ufunc = (BINARY_OPS.get(name) or UNARY_OPS[name])[1]
     for key in keys:  # no kernel takes complex: pygpukit._complex composes those ops
         if key is complex or (isinstance(key, np.dtype) and key.kind == "c"):

@@ -134,7 +134,9 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
 
 # -- functions -------------------------------------------------------------------------------------
 def _cast(x: GPUArray, dtype: Any) -> GPUArray:
-    return x if dtype is None else x.astype(dtype, copy=False)
+    # ``dtype is x.dtype``: dask passes the chunk's own dtype object (NumPy's dtypes are
+    # singletons), and astype(copy=False) would return x after normalizing it.
+    return x if dtype is None or dtype is x.dtype else x.astype(dtype, copy=False)
 
 
 def _with_out(result: GPUArray, out: Any, what: str) -> GPUArray:
@@ -151,8 +153,11 @@ def _with_out(result: GPUArray, out: Any, what: str) -> GPUArray:
 def _sum_like(name: str) -> Callable[..., GPUArray]:
     def adapter(a: GPUArray, axis: Any = None, dtype: Any = None, out: Any = None,
                 keepdims: bool = False, initial: Any = None, where: Any = True) -> GPUArray:
-        _reject(f"numpy.{name}", initial=(initial, None), where=(where, True))
+        if initial is not None or where is not True:
+            _reject(f"numpy.{name}", initial=(initial, None), where=(where, True))
         result = getattr(_ops, name)(_cast(a, dtype), axis, keepdims)
+        if out is None:
+            return _cast(result, dtype)
         return _with_out(_cast(result, dtype), out, f"numpy.{name}")
     return adapter
 
@@ -160,14 +165,16 @@ def _sum_like(name: str) -> Callable[..., GPUArray]:
 def _extreme(name: str) -> Callable[..., GPUArray]:
     def adapter(a: GPUArray, axis: Any = None, out: Any = None, keepdims: bool = False,
                 initial: Any = None, where: Any = True) -> GPUArray:
-        _reject(f"numpy.{name}", initial=(initial, None), where=(where, True))
+        if initial is not None or where is not True:
+            _reject(f"numpy.{name}", initial=(initial, None), where=(where, True))
         return getattr(_ops, name)(a, axis, keepdims, out=out)  # type: ignore[no-any-return]
     return adapter
 
 
 def _mean(a: GPUArray, axis: Any = None, dtype: Any = None, out: Any = None,
           keepdims: bool = False, *, where: Any = True) -> GPUArray:
-    _reject("numpy.mean", where=(where, True))
+    if where is not True:
+        _reject("numpy.mean", where=(where, True))
     return _with_out(_cast(_ops.mean(_cast(a, dtype), axis, keepdims), dtype), out,
                      "numpy.mean")
 
@@ -176,7 +183,8 @@ def _spread(name: str) -> Callable[..., GPUArray]:
     def adapter(a: GPUArray, axis: Any = None, dtype: Any = None, out: Any = None,
                 ddof: float = 0, keepdims: bool = False, *, where: Any = True,
                 mean: Any = None, correction: Any = None) -> GPUArray:
-        _reject(f"numpy.{name}", where=(where, True), mean=(mean, None))
+        if where is not True or mean is not None:
+            _reject(f"numpy.{name}", where=(where, True), mean=(mean, None))
         result = getattr(_ops, name)(_cast(a, dtype), axis, keepdims,
                                      ddof=ddof if correction is None else correction)
         return _with_out(_cast(result, dtype), out, f"numpy.{name}")
@@ -186,7 +194,8 @@ def _spread(name: str) -> Callable[..., GPUArray]:
 def _truth(name: str) -> Callable[..., GPUArray]:
     def adapter(a: GPUArray, axis: Any = None, out: Any = None, keepdims: bool = False, *,
                 where: Any = True) -> GPUArray:
-        _reject(f"numpy.{name}", where=(where, True))
+        if where is not True:
+            _reject(f"numpy.{name}", where=(where, True))
         return getattr(_ops, name)(a, axis, keepdims, out=out)  # type: ignore[no-any-return]
     return adapter
 
@@ -546,8 +555,11 @@ FUNCTIONS: dict[Any, tuple[str, Callable[..., Any]]] = _function_table()
 def array_function(func: Any, types: Any, args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> Any:
     """NEP 18: run NumPy function ``func`` on GPUArrays through PyGPUkit."""
-    name = getattr(func, "__name__", repr(func))
     entry = FUNCTIONS.get(func)
+    if entry is not None and types.__class__ is tuple and len(types) == 1 and \
+            types[0] is GPUArray:
+        return entry[1](*args, **kwargs)  # the common case: only GPUArrays, a known function
+    name = getattr(func, "__name__", repr(func))
     module = getattr(func, "__module__", None) or "numpy"
     what = f"numpy.{entry[0]}" if entry else f"{module}.{name}"
     if builtins.any(issubclass(t, np.ndarray) for t in types):
