@@ -370,12 +370,24 @@ PGK_SMALL_NORM(pgk_small_row_norm_f64, double)
 // A captured graph's line of small kernels as one launch of one block (pgk_small_step, at
 // the top of this file): the steps in order, a barrier after each (their global writes are then
 // visible to the whole block, the only reader of what they wrote).
+// The steps are copied to shared memory a batch at a time, by the whole block at once: read
+// from global memory one by one, each step's parameters would cost a dependent round trip
+// before its own loads could start.
+constexpr int kStepBatch = 64;
 extern "C" __global__ void __launch_bounds__(pgk::kSmallBlock)
 pgk_small_program(const pgk_small_step* steps, int count) {
   using namespace pgk;
+  __shared__ pgk_small_step batch[kStepBatch];
   pdl_enter();
   for (int s = 0; s < count; ++s) {
-    const pgk_small_step& step = steps[s];
+    if (s % kStepBatch == 0) {
+      const int n = min(kStepBatch, count - s) * static_cast<int>(sizeof(pgk_small_step) / 8);
+      const auto* src = reinterpret_cast<const int64_t*>(steps + s);
+      auto* dst = reinterpret_cast<int64_t*>(batch);
+      for (int i = threadIdx.x; i < n; i += kSmallBlock) dst[i] = src[i];
+      __syncthreads();
+    }
+    const pgk_small_step& step = batch[s % kStepBatch];
     const void* p = step.params;
     switch (step.kernel) {
       case PGK_STEP_EW_F32: ew_step<float>(p); break;

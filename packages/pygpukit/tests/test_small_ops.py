@@ -64,6 +64,25 @@ def test_binary_matches_the_general_path(backend: str, name: str, n: int) -> Non
             same(fast, general)
 
 
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "less", "maximum"])
+def test_one_element_operands_broadcast_as_the_general_path(backend: str, name: str) -> None:
+    fn = getattr(gp, name)
+    for dtype in (np.dtype(np.float32), np.dtype(np.int64), BF16):
+        a = gp.from_numpy(values(300, dtype, 1).reshape(3, 100))
+        for one in (values(1, dtype, 2).reshape(()), values(1, dtype, 3).reshape(1, 1),
+                    values(1, dtype, 4).reshape(1)):
+            b = gp.from_numpy(one)
+            for x, y in ((a, b), (b, a)):
+                fast = fn(x, y)
+                expected = getattr(np, name)(x.to_numpy(), y.to_numpy())
+                assert fast.shape == expected.shape and fast.dtype == expected.dtype
+                general = gp.empty_like(fast)
+                fn(x, y, out=general)           # out= takes the general kernels
+                same(fast, general)
+    wide = gp.from_numpy(np.ones((1, 1, 1), np.float32))  # more dims than the other: general
+    assert fn(gp.from_numpy(np.arange(4, dtype=np.float32)), wide).shape == (1, 1, 4)
+
+
 @pytest.mark.parametrize("name", UNARY)
 def test_unary_matches_the_general_path(backend: str, name: str) -> None:
     for dtype in DTYPES:

@@ -181,7 +181,9 @@ def _spilling(*values: Any) -> bool:
 def binary(name: str, a: Any, b: Any) -> GPUArray | None:
     """``name(a, b)`` for contiguous arrays of one shape, or an array and a Python scalar.
 
-    The hottest path of the package: written out inline (no helper calls on the way).
+    One operand may also be a single element of no more dimensions than the other (read with
+    step 0, broadcast to the other's shape).  The hottest path of the package: written out
+    inline (no helper calls on the way).
     """
     ta, tb = type(a), type(b)
     plan = _PLANS.get((name, a.dtype if ta is GPUArray else ta,
@@ -196,6 +198,7 @@ def binary(name: str, a: Any, b: Any) -> GPUArray | None:
     sa_scalar, sb_scalar = plan.scalars
     sa: Any = 0
     sb: Any = 0
+    step_a = step_b = 1
     if sa_scalar:
         x = b
         sa = plan.convert(a)
@@ -208,7 +211,16 @@ def binary(name: str, a: Any, b: Any) -> GPUArray | None:
             return None
     else:
         x = a
-        if b._rt is not a._rt or not b._contig or b.shape != a.shape:
+        if b._rt is not a._rt:
+            return None
+        if b.shape != a.shape:  # one element broadcast (step 0) to the other's shape
+            if b.size == 1 and b.ndim <= a.ndim:
+                step_b = 0
+            elif a.size == 1 and a.ndim <= b.ndim:
+                x, step_a = b, 0
+            else:
+                return None
+        elif not b._contig:
             return None
     rt = x._rt
     launch = rt.small.get(plan.slot)
@@ -236,7 +248,8 @@ def binary(name: str, a: Any, b: Any) -> GPUArray | None:
             _use(stream, b)
     ca, cb = plan.codes
     args = (n + 255 >> 8 if n < 262144 else _GRID_MAX, stream.launch_handle(), _KIND_BINARY,
-            plan.op, block.address, plan.out_code, pa, ca, 1, pb, cb, 1, 0, 0, 0, sa, sb, n)
+            plan.op, block.address, plan.out_code, pa, ca, step_a, pb, cb, step_b, 0, 0, 0, sa,
+            sb, n)
     try:
         launch(*args)
     except Exception:
