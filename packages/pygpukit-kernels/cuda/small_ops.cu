@@ -71,6 +71,35 @@ __device__ __forceinline__ void small_ew(int kind, int op, char* out, int out_dt
   const int a_size = a ? elem_size(a_dt) * static_cast<int>(a_step) : 0;
   const int b_size = b ? elem_size(b_dt) * static_cast<int>(b_step) : 0;
   const int c_size = c ? elem_size(c_dt) * static_cast<int>(c_step) : 0;
+  // Operands and result all of the compute type (the common case): no dtype dispatch per
+  // load and store (load_as / store_from of the compute type are the identity).
+  constexpr int kNative = std::is_same_v<C, float>    ? PGK_FLOAT32
+                          : std::is_same_v<C, double> ? PGK_FLOAT64
+                                                      : PGK_INT64;
+  if (kind == 2 && out_dt == kNative && a_dt == PGK_BOOL && (!b || b_dt == kNative) &&
+      (!c || c_dt == kNative)) {
+    const auto* pm = reinterpret_cast<const uint8_t*>(a);
+    const C* pb = reinterpret_cast<const C*>(b);
+    const C* pc = reinterpret_cast<const C*>(c);
+    C* po = reinterpret_cast<C*>(out);
+    for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
+         i += stride) {
+      po[i] = pm[i * a_step] != 0 ? (pb ? pb[i * b_step] : sa) : (pc ? pc[i * c_step] : sb);
+    }
+    return;
+  }
+  if (kind != 2 && out_dt == kNative && (!a || a_dt == kNative) && (!b || b_dt == kNative)) {
+    const C* pa = reinterpret_cast<const C*>(a);
+    const C* pb = reinterpret_cast<const C*>(b);
+    C* po = reinterpret_cast<C*>(out);
+    for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
+         i += stride) {
+      const C x = pa ? pa[i * a_step] : sa;
+      po[i] = kind == 0 ? apply_binary<C>(op, x, pb ? pb[i * b_step] : sb)
+                        : apply_unary<C>(op, x);
+    }
+    return;
+  }
   for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
        i += stride) {
     char* o = out + i * out_size;
@@ -111,19 +140,60 @@ __device__ __forceinline__ void cast_one(char* dst, const char* src, int src_dt)
   *reinterpret_cast<typename D::T*>(dst) = convert_from<D>(src, src_dt);
 }
 
+template <class C>
+__device__ __forceinline__ Acc<C> shfl_down(const Acc<C>& a, unsigned s) {
+  Acc<C> b;
+  b.v = __shfl_down_sync(0xffffffffu, a.v, s);
+  b.m2 = __shfl_down_sync(0xffffffffu, a.m2, s);
+  b.n = __shfl_down_sync(0xffffffffu, a.n, s);
+  return b;
+}
+
+// reduce_kernels.cuh's block_tree, pair for pair (t with t + s, s = 128 .. 1) and so bit for
+// bit, with its last five levels inside warp 0 by shuffles instead of block barriers.  The
+// result is thread 0's.
+template <class C>
+__device__ __forceinline__ void small_tree(int op, Acc<C>& a, Acc<C>* sh) {
+  static_assert(kReduceBlock >= 64, "the shared levels end at s = 32");
+  sh[threadIdx.x] = a;
+  __syncthreads();
+  for (unsigned s = kReduceBlock / 2; s >= 32; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] = combine(op, sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x < 32) {
+    Acc<C> v = sh[threadIdx.x];
+    for (unsigned s = 16; s > 0; s >>= 1) {
+      const Acc<C> o = shfl_down(v, s);
+      if (threadIdx.x < s) v = combine(op, v, o);
+    }
+    a = v;
+  }
+}
+
 // One block reduces all n elements: thread t takes t, t + 256, ... in order, then the
-// shared-memory tree of reduce_kernels.cuh.
+// shared-memory tree of reduce_kernels.cuh (small_tree: the same pairs).
 template <class C>
 __device__ __forceinline__ void small_reduce(int op, const char* x, int x_dt, long long n,
                                              char* out, int out_dt, double ddof) {
   __shared__ Acc<C> sh[kReduceBlock];
   const int acc_op = op == PGK_RED_STD ? PGK_RED_VAR : op;
   const int size = elem_size(x_dt);
+  constexpr int kNative = std::is_same_v<C, float>    ? PGK_FLOAT32
+                          : std::is_same_v<C, double> ? PGK_FLOAT64
+                                                      : PGK_INT64;
   Acc<C> a = acc_identity<C>(acc_op);
-  for (long long i = threadIdx.x; i < n; i += kReduceBlock) {
-    a = combine(acc_op, a, acc_element<C>(acc_op, load_as<C>(x + i * size, x_dt), i));
+  if (x_dt == kNative) {  // no dtype dispatch per load (load_as of the compute type: identity)
+    const C* px = reinterpret_cast<const C*>(x);
+    for (long long i = threadIdx.x; i < n; i += kReduceBlock) {
+      a = combine(acc_op, a, acc_element<C>(acc_op, px[i], i));
+    }
+  } else {
+    for (long long i = threadIdx.x; i < n; i += kReduceBlock) {
+      a = combine(acc_op, a, acc_element<C>(acc_op, load_as<C>(x + i * size, x_dt), i));
+    }
   }
-  block_tree(acc_op, a, sh);
+  small_tree(acc_op, a, sh);
   if (threadIdx.x != 0) return;
   if (op == PGK_RED_ARGMAX || op == PGK_RED_ARGMIN) {
     store_from<long long>(out, out_dt, a.n < 0 ? 0 : a.n);
