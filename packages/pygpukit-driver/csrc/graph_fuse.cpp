@@ -41,14 +41,13 @@ std::vector<CUgraphNode> edges(CUgraphNode node, bool incoming) {
     return out;
 }
 
-// (offset, size) of each parameter of `fn`, or empty if the driver cannot say.
-std::vector<std::pair<std::size_t, std::size_t>> param_layout(CUfunction fn) {
+// (offset, size) of each of the `count` parameters of `fn` (the count comes from the caller:
+// probing past the last one would be a failed driver call, which sanitizers report).
+std::vector<std::pair<std::size_t, std::size_t>> param_layout(CUfunction fn, int count) {
     std::vector<std::pair<std::size_t, std::size_t>> out;
-    for (std::size_t i = 0;; ++i) {
+    for (int i = 0; i < count; ++i) {
         std::size_t offset = 0, size = 0;
-        CUresult r = CU(cuFuncGetParamInfo).raw(fn, i, &offset, &size);
-        if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
-        if (r != CUDA_SUCCESS) throw_cuda(r, "cuFuncGetParamInfo");
+        CU(cuFuncGetParamInfo)(fn, static_cast<std::size_t>(i), &offset, &size);
         out.emplace_back(offset, size);
     }
     return out;
@@ -63,7 +62,7 @@ bool can_fuse_small_steps() {
            CU_HAS(cuGraphAddDependencies) && CU_HAS(cuFuncGetParamInfo);
 }
 
-FuseCount fuse_small_steps(CUgraph graph, const std::unordered_map<CUfunction, int>& kinds,
+FuseCount fuse_small_steps(CUgraph graph, const std::unordered_map<CUfunction, StepKind>& kinds,
                            CUfunction program, unsigned block,
                            const std::function<CUdeviceptr(std::size_t)>& alloc) {
     FuseCount count;
@@ -88,10 +87,10 @@ FuseCount fuse_small_steps(CUgraph graph, const std::unordered_map<CUfunction, i
             p.kernelParams == nullptr || p.extra != nullptr)
             continue;
         auto layout = layouts.find(p.func);
-        if (layout == layouts.end()) layout = layouts.emplace(p.func, param_layout(p.func)).first;
-        if (layout->second.empty()) continue;
+        if (layout == layouts.end())
+            layout = layouts.emplace(p.func, param_layout(p.func, kind->second.params)).first;
         Step step{};
-        step.kernel = kind->second;
+        step.kernel = kind->second.kind;
         step.grid = p.gridDimX;
         bool fits = true;
         auto* bytes = reinterpret_cast<unsigned char*>(step.params);

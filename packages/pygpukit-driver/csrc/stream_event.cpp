@@ -130,7 +130,7 @@ public:
         std::shared_lock<std::shared_mutex> lock(mu_);
         return graph_ == nullptr;
     }
-    FuseCount fuse_small_steps(const std::unordered_map<CUfunction, int>& kinds,
+    FuseCount fuse_small_steps(const std::unordered_map<CUfunction, StepKind>& kinds,
                                CUfunction program, unsigned block,
                                const std::function<CUdeviceptr(std::size_t)>& alloc) {
         std::unique_lock<std::shared_mutex> lock(mu_);  // edits the graph
@@ -392,12 +392,19 @@ void register_stream_event(py::module_& m) {
             "fuse_small_steps",
             [](Graph& g, const py::dict& kinds, py::handle program, py::handle block,
                const py::function& alloc) {
-                std::unordered_map<CUfunction, int> table;
-                for (auto item : kinds)
-                    table.emplace(
-                        reinterpret_cast<CUfunction>(static_cast<std::uintptr_t>(
-                            to_u64(item.first, "kinds key"))),
-                        static_cast<int>(to_u64(item.second, "kinds value")));
+                std::unordered_map<CUfunction, StepKind> table;
+                for (auto item : kinds) {
+                    auto value = py::reinterpret_borrow<py::object>(item.second);
+                    if (!py::isinstance<py::tuple>(value) || py::len(value) != 2)
+                        throw py::type_error("kinds values must be (step kind, parameter count)");
+                    auto pair = value.cast<py::tuple>();
+                    const std::uint64_t nparams = to_u64(pair[1], "parameter count");
+                    if (nparams > 32) throw py::value_error("parameter count must be <= 32");
+                    table.emplace(reinterpret_cast<CUfunction>(static_cast<std::uintptr_t>(
+                                      to_u64(item.first, "kinds key"))),
+                                  StepKind{static_cast<int>(to_u64(pair[0], "step kind")),
+                                           static_cast<int>(nparams)});
+                }
                 auto fn = reinterpret_cast<CUfunction>(
                     static_cast<std::uintptr_t>(to_u64(program, "program")));
                 const std::uint64_t threads = to_u64(block, "block");
@@ -412,7 +419,7 @@ void register_stream_event(py::module_& m) {
             },
             py::arg("kinds"), py::arg("program"), py::arg("block"), py::arg("alloc"),
             "Replace each line of >= 2 kernel nodes of the functions `kinds` names (handle -> "
-            "step kind) with one launch of `program` over their steps, in device memory of "
+            "(step kind, parameter count)) with one launch of `program` over their steps, in device memory of "
             "alloc(nbytes) (keep it alive with the graph's executables).  Returns (steps, "
             "launches): kernel nodes replaced, program nodes made; (0, 0) when the driver is "
             "older than CUDA 12.4.")

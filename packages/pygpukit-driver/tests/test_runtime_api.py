@@ -310,7 +310,8 @@ def test_graph_fuses_lines_of_small_kernels(run: Runner) -> None:
             blocks.append(p)
             return p
         blocks = []
-        kinds = {ew.handle: 0, cast.handle: 3}
+        kinds = {ew.handle: (0, 16), cast.handle: (3, 6)}
+        expect(TypeError, g.fuse_small_steps, {ew.handle: 0}, program.handle, 256, alloc)
         expect(ValueError, g.fuse_small_steps, kinds, program.handle, 0, alloc)
         assert g.fuse_small_steps(kinds, program.handle, 256, alloc) == (5, 2)
         assert g.node_count == 8 - 5 + 2 and sizes == [5 * 136]
@@ -349,7 +350,8 @@ def test_graph_fusion_needs_a_cuda_12_4_driver(run: Runner, fake_driver_old: Pat
                 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 1)
         with drv.stream_end_capture(s) as g:
             called = []
-            assert g.fuse_small_steps({ew.handle: 0}, ew.handle, 256, called.append) == (0, 0)
+            assert g.fuse_small_steps({ew.handle: (0, 16)}, ew.handle, 256,
+                                      called.append) == (0, 0)
             assert called == [] and g.node_count == 2
         s.close(); m.close(); ctx.close()
         """,

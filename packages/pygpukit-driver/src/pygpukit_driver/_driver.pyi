@@ -251,7 +251,7 @@ class Graph(metaclass=_Pybind11Type):
     def node_count(self) -> int: ...
     def fuse_small_steps(
         self,
-        kinds: dict[int, int],
+        kinds: dict[int, tuple[int, int]],
         program: _Int,
         block: _Int,
         alloc: Callable[[int], int],

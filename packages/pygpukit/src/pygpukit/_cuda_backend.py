@@ -143,10 +143,12 @@ class CudaRuntime:
             self.small_launchers[name.removeprefix("pgk_small_")] = launcher
         # A captured graph's lines of these kernels replay as one launch each (capture_end);
         # PGK_TUNE_GRAPH_FUSE=0 keeps every kernel its own node, for benchmarks.
-        self._steps: dict[int, int] = {}
+        self._steps: dict[int, tuple[int, int]] = {}
         if os.environ.get("PGK_TUNE_GRAPH_FUSE", "1").strip() != "0":
-            self._steps = {self.small_launchers[step.name.lower()].function.handle: int(step)
-                           for step in pygpukit_kernels.SmallStep}
+            for step in pygpukit_kernels.SmallStep:  # (kind, parameter count) per function
+                name = step.name.lower()
+                self._steps[self.small_launchers[name].function.handle] = (
+                    int(step), len(pygpukit_kernels.SMALL_KERNELS[f"pgk_small_{name}"]))
         self._program = self.small_launchers["program"].function.handle
 
     def describe(self) -> str:
