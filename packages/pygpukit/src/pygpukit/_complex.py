@@ -1163,19 +1163,22 @@ def _complex_array(x: GPUArray, value: Any) -> GPUArray:
     return upload(x._rt, np.asarray(value).astype(x.dtype))
 
 
-def getitem(x: GPUArray, key: Any) -> GPUArray:
-    """``x[key]`` with integer arrays or masks: the gather of the float view."""
+def _require_pairs(x: GPUArray) -> None:
+    """Advanced indexing goes through the float view, which needs one dimension to spare."""
     if not _pairs_fit(x):
         raise NotImplementedError(f"indexing: complex arrays of {_layout.MAX_DIMS} dims take "
                                   "basic indices only")
+
+
+def getitem(x: GPUArray, key: Any) -> GPUArray:
+    """``x[key]`` with integer arrays or masks: the gather of the float view."""
+    _require_pairs(x)
     return from_pairs(pairs(x)[_pair_key(key)])
 
 
 def setitem(x: GPUArray, key: Any, value: Any) -> None:
     """``x[key] = value`` with integer arrays or masks: a scatter into the float view."""
-    if not _pairs_fit(x):
-        raise NotImplementedError(f"indexing: complex arrays of {_layout.MAX_DIMS} dims take "
-                                  "basic indices only")
+    _require_pairs(x)
     pairs(x)[_pair_key(key)] = pairs(_complex_array(x, value))
 
 

@@ -74,10 +74,9 @@ _I64_MAX = 4096
 
 
 def _i64(values: tuple[int, ...]) -> Any:
-    try:
-        return _I64[values]
-    except KeyError:
-        pass
+    cached = _I64.get(values)
+    if cached is not None:
+        return cached
     array = (ctypes.c_int64 * max(len(values), 1))(*values)
     if len(_I64) >= _I64_MAX:
         _I64.clear()
