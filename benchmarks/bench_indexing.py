@@ -6,7 +6,8 @@ float32 data, random int64 indices (never sorted, never zeros):
   (checked: the kernel's bounds flag is read back, one 8-byte copy per call, which waits for
   the kernel) and ``gp.take(a, idx, mode="clip")`` (nothing read back), vs
   ``torch.index_select(a, 0, idx)`` and ``torch.take(a, idx)``;
-- scatter of as many random distinct indices: ``a[idx] = v`` vs ``a.index_put_((idx,), v)``;
+- scatter of as many random distinct indices: ``a[idx] = v`` (checked, as the gather) and
+  ``gp.put(a, idx, v, mode="clip")`` (nothing read back) vs ``a.index_put_((idx,), v)``;
 - scatter-add with duplicates (a quarter as many destinations as values): ``gp.add_at``
   (deterministic: sort + segmented reduction) vs ``a.index_add_(0, idx, v)`` (atomics);
 - boolean mask select of 2^--log2-mask elements (half of them true, at random): ``x[mask]``
@@ -107,6 +108,9 @@ def main() -> None:
     g_dst[g_perm] = g_vals
     t_dst.index_put_((t_perm,), t_vals)
     same(g_dst, t_dst)
+    g_dst[...] = 0
+    gp.put(g_dst, g_perm, g_vals, mode="clip")
+    same(g_dst, t_dst)
     gp.add_at(g_acc, g_dup, g_vals)
     t_acc.index_add_(0, t_dup, t_vals)
     np.testing.assert_allclose(g_acc.to_numpy(), t_acc.cpu().numpy(), rtol=1e-4, atol=1e-4)
@@ -123,6 +127,9 @@ def main() -> None:
          lambda: gp.take(g_src, g_idx, mode="clip"), lambda: torch.take(t_src, t_idx)),
         ("scatter f32 a[idx] = v (checked) vs index_put_", INPLACE, 16 * n,
          lambda: g_dst.__setitem__(g_perm, g_vals), lambda: t_dst.index_put_((t_perm,), t_vals)),
+        ("scatter f32 put(mode='clip') vs index_put_", INPLACE, 16 * n,
+         lambda: gp.put(g_dst, g_perm, g_vals, mode="clip"),
+         lambda: t_dst.index_put_((t_perm,), t_vals)),
         ("scatter-add f32 add_at (deterministic) vs index_add_ (atomics)", INPLACE, 16 * n,
          lambda: gp.add_at(g_acc, g_dup, g_vals), lambda: t_acc.index_add_(0, t_dup, t_vals)),
         ("mask select f32 x[mask]", ALLOC, 5 * m + 4 * selected,

@@ -69,6 +69,17 @@ struct GemmDesc {
 using GemmFn = int (*)(const GemmDesc*, void*, std::uint64_t, void*);
 using GemmWorkspaceFn = int (*)(const GemmDesc*, std::uint64_t*);
 
+// The elementwise entry points of the same C ABI (pgk_binary, pgk_unary, pgk_where, pgk_copy):
+// large contiguous operands go to them, with what pygpukit's Python path would pass.
+using I64p = const std::int64_t*;
+using BinaryFn = int (*)(int, const void*, int, I64p, const void*, int, I64p, void*, int, I64p,
+                         int, I64p, int, double, std::int64_t, void*);
+using UnaryFn = int (*)(int, const void*, int, I64p, void*, int, I64p, int, I64p, int, void*);
+using WhereFn = int (*)(const void*, int, I64p, const void*, int, I64p, const void*, int, I64p,
+                        void*, int, I64p, int, I64p, int, double, std::int64_t, double,
+                        std::int64_t, void*);
+using CopyFn = int (*)(const void*, int, I64p, void*, int, I64p, int, I64p, void*);
+
 // Operand conversions (a plan's "conv"): an array, or a Python scalar converted as the kernel
 // takes it.
 enum Conv : int { kArray = 0, kFloat = 1, kIntRange = 2, kPython = 3 };
@@ -185,6 +196,11 @@ struct Plan {
     long long max_n = 0;          // most elements (row norms: most columns)
     long long max_total = 0;      // row norms: most elements in all
     bool share_strides = false;   // the result's strides are those of the first array operand
+    int itemsizes[3] = {0, 0, 0}; // element size of each array operand (0: a scalar, unknown)
+    // Contiguous operands past max_n: the C ABI entry of the op's kind (BinaryFn, UnaryFn,
+    // WhereFn or CopyFn; null: the Python path) and the compute dtype it takes.
+    void* large = nullptr;
+    int compute_code = 0;
     // Products: the C ABI's entry points, what raises its errors, the device's context.
     GemmFn gemm = nullptr;
     GemmWorkspaceFn gemm_workspace = nullptr;
@@ -327,6 +343,17 @@ bool fill_plan(PyObject* d, Plan* p) {
         p->gemm_workspace = reinterpret_cast<GemmWorkspaceFn>(static_cast<std::uintptr_t>(ws));
         p->context = static_cast<std::uint64_t>(ctx);
         p->precision = static_cast<int>(prec);
+    }
+    if (PyDict_GetItemString(d, "itemsizes") != nullptr && !get_ints3(d, "itemsizes", p->itemsizes))
+        return false;
+    if (PyDict_GetItemString(d, "large") != nullptr) {  // elementwise plans with the C ABI
+        long long cc, ctx;
+        if (!get_int(d, "large", &v) || !get_int(d, "compute_code", &cc) ||
+            !get_int(d, "context", &ctx) || !get_obj(d, "check", &p->check))
+            return false;
+        p->large = reinterpret_cast<void*>(static_cast<std::uintptr_t>(v));
+        p->compute_code = static_cast<int>(cc);
+        p->context = static_cast<std::uint64_t>(ctx);
     }
     const char* s = PyUnicode_AsUTF8(st);
     if (s == nullptr) return false;
@@ -660,9 +687,105 @@ unsigned int ew_grid(long long n) {
     return static_cast<unsigned int>(g2 < kGridMax ? g2 : kGridMax);
 }
 
-// The fast path.  Returns a new array, or nullptr: with an error set (a real failure) or
-// without (the Python path takes the call).
-PyObject* run(FastOpObject* self, PyObject* const* args) {
+bool ensure_context(const Plan* p);
+
+// Whether `out` can take the result of the plan's op in place, as the Python path
+// would write it there itself: an array of the result's device, dtype and shape, C-contiguous,
+// allocated for and last written on `stream`, and overlapping no input other than exactly
+// (same start and element size; anything else is staged by the Python path).  Its address in
+// *address.
+bool out_fits(const Plan* p, PyObject* out, PyObject* rt, PyObject* shape, long long n,
+              int nops, const std::uint64_t* addr, PyObject* stream, std::uint64_t* address) {
+    if (!is_array(out) || slot(out, g.a_rt) != rt || slot(out, g.a_dtype) != p->out_dtype ||
+        contiguous_size(out) != n)
+        return false;
+    int same = PyObject_RichCompareBool(slot(out, g.a_shape), shape, Py_EQ);
+    if (same != 1) {
+        PyErr_Clear();
+        return false;
+    }
+    std::uint64_t o = operand_address(out, stream);
+    if (o == 0 || cached_block_writer(slot(out, g.a_block)) != stream) return false;
+    const auto out_end = o + static_cast<std::uint64_t>(n) * p->out_itemsize;
+    for (int i = 0; i < nops; ++i) {
+        if (p->conv[i] != kArray) continue;
+        if (p->itemsizes[i] <= 0) return false;  // a plan without element sizes
+        const auto end = addr[i] + static_cast<std::uint64_t>(n) * p->itemsizes[i];
+        const bool overlap = addr[i] < out_end && o < end;
+        if (overlap && !(addr[i] == o && p->itemsizes[i] == p->out_itemsize)) return false;
+    }
+    *address = o;
+    return true;
+}
+
+// Large contiguous operands: the plan's C ABI entry over one dim of n elements (the kernels
+// library coalesces a contiguous array's dims into one, so this is the kernel, and the
+// arguments, of pygpukit's Python path).  False with the Python error set on failure.
+bool call_large(const Plan* p, int kind, PyObject* stream, long long n, const std::uint64_t* addr,
+                std::uint64_t out_addr, const double* f, const long long* iv) {
+    if (!ensure_context(p)) return false;
+    unsigned long long h = PyLong_AsUnsignedLongLong(slot(stream, g.s_handle));
+    if (h == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return false;
+    void* cs = reinterpret_cast<void*>(static_cast<std::uintptr_t>(h));
+    const std::int64_t shape[1] = {n};
+    std::int64_t st[3];
+    const void* ptr[3];
+    int code[3];
+    for (int i = 0; i < 3; ++i) {
+        const bool array = p->conv[i] == kArray && p->itemsizes[i] > 0;
+        st[i] = p->itemsizes[i];
+        ptr[i] = array ? reinterpret_cast<const void*>(static_cast<std::uintptr_t>(addr[i]))
+                       : nullptr;
+        code[i] = array ? p->codes[i] : 0;
+    }
+    const std::int64_t out_st[1] = {p->out_itemsize};
+    void* out = reinterpret_cast<void*>(static_cast<std::uintptr_t>(out_addr));
+    // A scalar operand as the Python path converts it: its (double, int64) pair of the compute
+    // type, the double rounded to float32 first for float32 loops.
+    const bool int_compute = p->scalar_type == 'q';
+    auto sf = [&](int i) {
+        if (int_compute) return 0.0;
+        return p->scalar_type == 'f' ? static_cast<double>(static_cast<float>(f[i])) : f[i];
+    };
+    auto si = [&](int i) { return int_compute ? static_cast<std::int64_t>(iv[i]) : 0; };
+    auto strides = [&](int i) { return ptr[i] != nullptr ? &st[i] : nullptr; };
+    int status;
+    const char* name;
+    PyThreadState* ts = PyEval_SaveThread();
+    if (kind == kUnary) {
+        name = "pgk_unary";
+        status = reinterpret_cast<UnaryFn>(p->large)(p->op, ptr[0], code[0], strides(0), out,
+                                                     p->out_code, out_st, 1, shape,
+                                                     p->compute_code, cs);
+    } else if (kind == kWhere) {
+        name = "pgk_where";
+        status = reinterpret_cast<WhereFn>(p->large)(
+            ptr[0], code[0], strides(0), ptr[1], code[1], strides(1), ptr[2], code[2], strides(2),
+            out, p->out_code, out_st, 1, shape, p->compute_code, ptr[1] ? 0.0 : sf(1),
+            ptr[1] ? 0 : si(1), ptr[2] ? 0.0 : sf(2), ptr[2] ? 0 : si(2), cs);
+    } else if (kind == kAstype) {
+        name = "pgk_copy";
+        status = reinterpret_cast<CopyFn>(p->large)(ptr[0], code[0], strides(0), out,
+                                                    p->out_code, out_st, 1, shape, cs);
+    } else {  // kBinary, kReflected (the operands in the op's order)
+        name = "pgk_binary";
+        const int scalar = ptr[0] == nullptr ? 0 : ptr[1] == nullptr ? 1 : -1;
+        status = reinterpret_cast<BinaryFn>(p->large)(
+            p->op, ptr[0], code[0], strides(0), ptr[1], code[1], strides(1), out, p->out_code,
+            out_st, 1, shape, p->compute_code, scalar >= 0 ? sf(scalar) : 0.0,
+            scalar >= 0 ? si(scalar) : 0, cs);
+    }
+    PyEval_RestoreThread(ts);
+    if (status == 0) return true;
+    PyObject* r = PyObject_CallFunction(p->check, "si", name, status);
+    Py_XDECREF(r);
+    if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "%s failed with status %d", name, status);
+    return false;
+}
+
+// The fast path.  Returns a new array (or a new reference to `out_arg`, the out= array), or
+// nullptr: with an error set (a real failure) or without (the Python path takes the call).
+PyObject* run(FastOpObject* self, PyObject* const* args, PyObject* out_arg) {
     PyObject *x = nullptr, *k[3] = {nullptr, nullptr, nullptr};
     PyObject* ops[3] = {nullptr, nullptr, nullptr};
     int nops = kArity[self->kind];
@@ -695,9 +818,10 @@ PyObject* run(FastOpObject* self, PyObject* const* args) {
         cols = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, nd - 1));
         rows = n / cols;
         if (cols > p->max_n || n > p->max_total) return nullptr;
-    } else if (n > p->max_n) {
+    } else if (n > p->max_n && p->large == nullptr) {
         return nullptr;
     }
+    const bool large = self->kind != kRowNorm && n > p->max_n;
     double f[3];
     long long iv[3];
     for (int i = 0; i < nops; ++i) {
@@ -728,14 +852,27 @@ PyObject* run(FastOpObject* self, PyObject* const* args) {
         Py_DECREF(out_shape);  // immortal in practice; new_result takes its own reference
     }
     std::uint64_t out_addr = 0;
-    PyObject* out = new_result(p, rt, out_shape, x, self->kind == kReduce ? 1 : n, stream,
-                               &out_addr);
-    if (out == nullptr) return nullptr;
-    for (int i = 0; i < nops; ++i) {
-        if (p->conv[i] == kArray && !still_at(ops[i], addr[i], stream)) {
-            Py_DECREF(out);  // an operand was spilled meanwhile: the Python path
+    PyObject* out;
+    if (out_arg != nullptr) {
+        if (!out_fits(p, out_arg, rt, shape, n, nops, addr, stream, &out_addr))
+            return nullptr;
+        out = Py_NewRef(out_arg);
+    } else {
+        out = new_result(p, rt, out_shape, x, self->kind == kReduce ? 1 : n, stream, &out_addr);
+        if (out == nullptr) return nullptr;
+        for (int i = 0; i < nops; ++i) {
+            if (p->conv[i] == kArray && !still_at(ops[i], addr[i], stream)) {
+                Py_DECREF(out);  // an operand was spilled meanwhile: the Python path
+                return nullptr;
+            }
+        }
+    }
+    if (large) {
+        if (!call_large(p, self->kind, stream, n, addr, out_addr, f, iv)) {
+            Py_DECREF(out);
             return nullptr;
         }
+        return out;
     }
     Params prm;
     unsigned int grid = ew_grid(n);
@@ -829,8 +966,6 @@ int layout_2d(PyObject* v, long long itemsize, long long* rows, long long* cols,
     }
     return -1;
 }
-
-bool ensure_context(const Plan* p);
 
 // a @ b (kMatmul) or x @ weight.T + bias (kLinear) for 2-D operands of the plan's dtype.
 PyObject* run_product(FastOpObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -1051,9 +1186,16 @@ PyObject* fastop_vectorcall(PyObject* callable, PyObject* const* args, std::size
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     }
     bool product = self->kind == kMatmul || self->kind == kLinear;
-    if (g.ready && (n == kArity[self->kind] || (self->kind == kLinear && n == 3)) &&
-        (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0)) {
-        PyObject* r = product ? run_product(self, args, n) : run(self, args);
+    Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject* out = nullptr;  // the elementwise functions' out= (None: as if not given)
+    if (nkw == 1 && n == kArity[self->kind] &&
+        (self->kind == kBinary || self->kind == kUnary || self->kind == kWhere) &&
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") == 0) {
+        out = args[n] != Py_None ? args[n] : nullptr;
+        nkw = 0;
+    }
+    if (g.ready && (n == kArity[self->kind] || (self->kind == kLinear && n == 3)) && nkw == 0) {
+        PyObject* r = product ? run_product(self, args, n) : run(self, args, out);
         if (r != nullptr || PyErr_Occurred()) return r;
     }
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);

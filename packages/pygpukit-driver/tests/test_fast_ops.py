@@ -215,7 +215,7 @@ big = f32(1 << 17)
 assert (a[::2] + b[::2]).to_numpy().tolist() == [0.0, 4.0, 8.0]  # strided views
 assert (big + 1.0).shape == (1 << 17,)  # beyond the small path
 assert (a.sum(axis=0)).to_numpy() == 10.0  # keyword arguments
-assert gp.add(a, b, out=gp.empty(5)).shape == (5,)
+assert gp.add(a, b, out=gp.empty(5, gp.float64)).shape == (5,)  # out of another dtype
 assert gp.softmax(x, axis=0).shape == (4, 64)
 assert count.value == before, count.value - before
 # Operands allocated for another stream: the Python small path records the cross-stream use.
@@ -542,3 +542,161 @@ with p:
 def test_fast_path_leaves_spilled_operands_to_the_python_path(run: Runner) -> None:
     pytest.importorskip("pygpukit_sched", reason="spilling partitions need pygpukit[sched]")
     run(SPILLED_OPERANDS, env={"PYGPUKIT_BACKEND": "cpu"})
+
+
+LARGE_AND_OUT = r"""
+import ctypes, os
+import numpy as np
+import pygpukit as gp
+from pygpukit import _small
+
+FAKE = ctypes.CDLL(os.environ["PYGPUKIT_CUDA_DRIVER"])
+ctx = use_device(0)
+mod = drv.Module.load_data(b"FAKECUBIN")
+rt = gp.zeros(1)._rt
+for slot, (fn, types) in {"ew_f32": ("small_ew_f32", "iiPiPiqPiqPiqffq"),
+                          "ew_f64": ("small_ew_8", "iiPiPiqPiqPiqddq"),
+                          "ew_i64": ("small_ew_8", "iiPiPiqPiqPiqqqq"),
+                          "cast": ("small_cast", "PiPiqq")}.items():
+    launcher = drv.Launcher(mod.get_function(fn), 1, 256, types)
+    rt.small_launchers[slot] = launcher
+    rt.small[slot] = launcher.launch
+params = (ctypes.c_ubyte * 256).in_dll(FAKE, "fake_last_params")
+nparams = ctypes.c_int.in_dll(FAKE, "fake_last_params_len")
+count = ctypes.c_int.in_dll(FAKE, "fake_launch_count")
+
+# Fake C ABI entry points recording their arguments (strides and shape read as int64 lists).
+P, I, D, Q = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_int64
+L = ctypes.POINTER(ctypes.c_int64)
+calls, status = [], {"value": 0}
+
+def lst(p, k):
+    return None if not p else [p[i] for i in range(k)]
+
+@ctypes.CFUNCTYPE(I, I, P, I, L, P, I, L, P, I, L, I, L, I, D, Q, P)
+def binary(op, a, ac, ast, b, bc, bst, o, oc, ost, nd, sh, comp, sf, si, s):
+    calls.append(("binary", op, a, ac, lst(ast, nd), b, bc, lst(bst, nd), o, oc, lst(ost, nd),
+                  lst(sh, nd), comp, sf, si, s))
+    return status["value"]
+
+@ctypes.CFUNCTYPE(I, I, P, I, L, P, I, L, I, L, I, P)
+def unary(op, x, xc, xst, o, oc, ost, nd, sh, comp, s):
+    calls.append(("unary", op, x, xc, lst(xst, nd), o, oc, lst(ost, nd), lst(sh, nd), comp, s))
+    return status["value"]
+
+@ctypes.CFUNCTYPE(I, P, I, L, P, I, L, P, I, L, P, I, L, I, L, I, D, Q, D, Q, P)
+def where(c, cc, cst, a, ac, ast, b, bc, bst, o, oc, ost, nd, sh, comp, af, ai, bf, bi, s):
+    calls.append(("where", c, cc, lst(cst, nd), a, ac, lst(ast, nd), b, bc, lst(bst, nd), o, oc,
+                  lst(ost, nd), lst(sh, nd), comp, af, ai, bf, bi, s))
+    return status["value"]
+
+@ctypes.CFUNCTYPE(I, P, I, L, P, I, L, I, L, P)
+def copy(src, sc, sst, dst, dc, dst_st, nd, sh, s):
+    calls.append(("copy", src, sc, lst(sst, nd), dst, dc, lst(dst_st, nd), lst(sh, nd), s))
+    return status["value"]
+
+def check(name, code):
+    if code:
+        raise RuntimeError(f"{name} failed with {code}")
+
+entries = {name: ctypes.cast(f, ctypes.c_void_p).value
+           for name, f in (("binary", binary), ("unary", unary), ("where", where),
+                           ("copy", copy))}
+rt.elementwise_entry_points = lambda: (entries, check)
+rt.context_handle = ctx.handle
+stream = rt.default_stream.handle or None
+addr = lambda x: x._block.address + x._offset
+code = lambda t: gp._dtypes.kernel_code(np.dtype(t))
+n = (1 << 16) + 5  # past the small kernels
+
+def one(fn):
+    before = count.value
+    out = fn()
+    assert count.value == before, "no small kernel for large operands"
+    assert len(calls) == 1, calls
+    return out, calls.pop()
+
+f32 = lambda k: gp.from_numpy(np.random.default_rng(k).standard_normal(n).astype(np.float32))
+a, b = f32(1), f32(2)
+F32, F64, I64 = code(np.float32), code(np.float64), code(np.int64)
+r, c = one(lambda: a + b)
+assert r.shape == (n,) and r.dtype == np.float32 and r._contig
+assert c == ("binary", 0, addr(a), F32, [4], addr(b), F32, [4], addr(r), F32, [4], [n], F32,
+             0.0, 0, stream), c
+r, c = one(lambda: a + 0.1)  # a float32 loop: the scalar rounded to float32
+assert c[5:8] == (None, 0, None) and c[13:15] == (float(np.float32(0.1)), 0), c
+r, c = one(lambda: 3 - a)  # reflected: the scalar is the first operand
+assert c[1:5] == (1, None, 0, None) and c[5] == addr(a) and c[13] == 3.0, c
+i64 = gp.from_numpy(np.arange(n, dtype=np.int64))
+r, c = one(lambda: i64 * -7)
+assert r.dtype == np.int64 and c[12:15] == (I64, 0.0, -7), c
+r, c = one(lambda: a < b)
+assert r.dtype == np.bool_ and c[9:11] == (code(np.bool_), [1]), c
+r, c = one(lambda: gp.exp(a))
+assert c == ("unary", c[1], addr(a), F32, [4], addr(r), F32, [4], [n], F32, stream), c
+m = gp.from_numpy(np.arange(n) % 3 == 0)
+r, c = one(lambda: gp.where(m, a, -1.5))
+assert c[1:4] == (addr(m), code(np.bool_), [1]) and c[4:7] == (addr(a), F32, [4]), c
+assert c[7:10] == (None, 0, None) and c[15:19] == (0.0, 0, -1.5, 0), c
+d = gp.from_numpy(np.ones(n, np.float64))
+r, c = one(lambda: gp.where(m, d, 2))
+assert r.dtype == np.float64 and c[14] == F64 and c[17] == 2.0, c
+r, c = one(lambda: a.astype(np.float16))
+assert c == ("copy", addr(a), F32, [4], addr(r), code(np.float16), [2], [n], stream), c
+assert (a.astype(np.float32) is not a) and not calls  # a same-dtype copy: the Python path
+
+# out=: written in place, the array itself returned (large and small operands alike).
+z = gp.empty(n)
+r, c = one(lambda: gp.add(a, b, out=z))
+assert r is z and c[8] == addr(z), c
+r, c = one(lambda: gp.multiply(a, b, out=a))  # exactly aliasing an input: fine
+assert r is a and c[2] == c[8] == addr(a), c
+r, c = one(lambda: gp.exp(a, out=z))
+assert r is z and c[5] == addr(z), c
+r, c = one(lambda: gp.where(m, a, b, out=z))
+assert r is z and c[10] == addr(z), c
+small_a, small_b, small_z = (gp.from_numpy(np.arange(5, dtype=np.float32)) for _ in range(3))
+before = count.value
+ref = small_a + small_b
+p_new = bytes(params[:nparams.value])
+assert gp.add(small_a, small_b, out=small_z) is small_z and count.value == before + 2
+p_out = bytes(params[:nparams.value])
+old, new = addr(ref).to_bytes(8, "little"), addr(small_z).to_bytes(8, "little")
+assert p_new.count(old) == 1 and p_out == p_new.replace(old, new), (p_new.hex(), p_out.hex())
+assert not calls
+# out= the Python path takes (NumPy computes on the CPU simulation): another dtype, a
+# partial overlap with an input, another shape (an error), out=None.
+before = count.value
+z64 = gp.empty(n, gp.float64)
+assert gp.add(a, b, out=z64) is z64
+buf = gp.from_numpy(np.arange(n + 1, dtype=np.float32))
+x0, x1 = buf[:n], buf[1:]
+assert x0._contig and x1._contig
+want = buf.to_numpy()[:n] + 1
+assert gp.add(x0, 1.0, out=x1) is x1 and np.array_equal(x1.to_numpy(), want)
+try:
+    gp.add(a, b, out=gp.empty(n - 1))
+except ValueError as e:
+    assert "shape" in str(e)
+else:
+    raise AssertionError("out of another shape must raise")
+assert not calls and count.value == before
+r, c = one(lambda: gp.add(a, b, out=None))
+assert r is not None and c[8] == addr(r)
+
+# The C ABI's errors reach the caller and the result's block goes back.
+base = gp.memory_stats()["allocated_bytes"]
+status["value"] = 9
+try:
+    a + b
+except RuntimeError as e:
+    assert "pgk_binary failed with 9" in str(e), str(e)
+else:
+    raise AssertionError("a failed launch must raise")
+assert gp.memory_stats()["allocated_bytes"] == base
+calls.clear()
+"""
+
+
+def test_large_operands_and_out_take_the_c_abi(run: Runner) -> None:
+    run(LARGE_AND_OUT, env={"PYGPUKIT_BACKEND": "cpu"})

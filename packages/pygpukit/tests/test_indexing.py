@@ -150,6 +150,28 @@ def test_empty_and_full_masks(backend: str) -> None:
     np.testing.assert_array_equal(arr[gp.from_numpy(single)].to_numpy(), host[single])
 
 
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.2, 0.3, 0.5, 1.0])
+def test_mask_select_keeps_room_only_when_well_used(backend: str, share: float) -> None:
+    """One compaction pass: a dense result is a view of room for every element, a sparse one
+    (under a quarter of that room) a block of its own; both equal NumPy's."""
+    n = 4096
+    rng = np.random.default_rng(7)
+    host = rng.standard_normal(n).astype(np.float32)
+    mask = np.zeros(n, bool)
+    mask[rng.permutation(n)[:int(share * n)]] = True
+    arr = gp.from_numpy(host)
+    got = arr[gp.from_numpy(mask)]
+    np.testing.assert_array_equal(got.to_numpy(), host[mask])
+    assert got.shape == (int(mask.sum()),) and got.is_contiguous()
+    room = n * host.itemsize
+    if mask.sum() * 4 >= n:
+        assert got._block.size >= room  # a view of the compaction's room
+    else:
+        assert got._block.size < room
+    positions = gp.nonzero(gp.from_numpy(mask))[0]
+    np.testing.assert_array_equal(positions.to_numpy(), np.flatnonzero(mask))
+
+
 def test_scalar_bool_index(backend: str) -> None:
     host = rand((3,))
     arr = gp.from_numpy(host)

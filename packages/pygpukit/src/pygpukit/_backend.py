@@ -56,6 +56,14 @@ class Runtime(Protocol):
         """``(pgk_gemm address, pgk_gemm_workspace_size address, status check)``, or None."""
         ...
 
+    def elementwise_entry_points(self) -> tuple[dict[str, int], Callable[[str, int], None]] | None:
+        """The elementwise entry points of the C ABI and the status check, or None.
+
+        Addresses of ``pgk_binary``, ``pgk_unary``, ``pgk_where`` and ``pgk_copy`` under the
+        keys ``binary``, ``unary``, ``where`` and ``copy``.
+        """
+        ...
+
     @property
     def context_handle(self) -> int:
         """The device's CUcontext as an int (0 on the CPU simulation)."""
@@ -143,7 +151,7 @@ class Runtime(Protocol):
     def index_add(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
                   stream: Stream) -> None: ...
     def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
-                       stream: Stream) -> None: ...
+                       count: GPUArray | None, stream: Stream) -> None: ...
     def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
                       error: GPUArray | None, stream: Stream) -> None: ...
     def count_flags(self, flags: GPUArray, out: GPUArray, stream: Stream) -> None: ...

@@ -172,6 +172,10 @@ class CpuRuntime:
         """No C ABI here: products take the Python path."""
         return None
 
+    def elementwise_entry_points(self) -> None:
+        """No C ABI here: large elementwise ops take the Python path."""
+        return None
+
     context_handle = 0
 
     def activate(self) -> None:
@@ -462,8 +466,8 @@ class CpuRuntime:
 
     @_recordable
     def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
-                       stream: Stream) -> None:
-        _cpu_indexing.select(x, flags, out)
+                       count: GPUArray | None, stream: Stream) -> None:
+        _cpu_indexing.select(x, flags, out, count)
 
     @_recordable
     def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,

@@ -106,15 +106,18 @@ def add(plan: IndexPlan, values: GPUArray, error: GPUArray | None) -> None:
         np.add.at(typed, positions[valid], host_view(values).reshape(-1)[valid])
 
 
-def select(x: GPUArray | None, flags: GPUArray, out: GPUArray) -> None:
-    """``out = x[flags]`` (flat, C order) or, with ``x`` None, the flat positions of the flags."""
+def select(x: GPUArray | None, flags: GPUArray, out: GPUArray, count: GPUArray | None) -> None:
+    """``out[:k] = x[flags]`` (flat, C order), or with ``x`` None the flags' flat positions.
+
+    ``k``, the number selected, goes into ``count[0]`` when ``count`` is given.
+    """
     from pygpukit._cpu_backend import host_view
 
     mask = host_view(flags).reshape(-1) != 0
-    if x is None:
-        host_view(out)[...] = np.flatnonzero(mask)
-    else:
-        host_view(out)[...] = host_view(x).reshape(-1)[mask]
+    values = np.flatnonzero(mask) if x is None else host_view(x).reshape(-1)[mask]
+    host_view(out).reshape(-1)[:values.size] = values
+    if count is not None:
+        host_view(count)[...] = values.size
 
 
 def unravel(flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,

@@ -395,6 +395,18 @@ class CudaRuntime:
         assert gemm is not None and workspace is not None
         return gemm, workspace, kernels.check
 
+    def elementwise_entry_points(self) -> tuple[dict[str, int], Callable[[str, int], None]]:
+        """Addresses of ``pgk_binary``, ``pgk_unary``, ``pgk_where``, ``pgk_copy``; the check.
+
+        For the C fast path of large contiguous operands (:mod:`pygpukit._fastpath`), which
+        calls them itself with the arguments :meth:`binary` / :meth:`unary` / :meth:`where` /
+        :meth:`copy` would pass.
+        """
+        kernels = self.kernels
+        entries = {name: ctypes.cast(getattr(kernels, name), ctypes.c_void_p).value
+                   for name in ("binary", "unary", "where", "copy")}
+        return {name: address for name, address in entries.items() if address}, kernels.check
+
     @property
     def context_handle(self) -> int:
         """The device's primary context (a CUcontext as an int)."""
@@ -448,9 +460,9 @@ class CudaRuntime:
         _cuda_indexing.add(self, plan, values, error, stream)
 
     def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
-                       stream: Stream) -> None:
+                       count: GPUArray | None, stream: Stream) -> None:
         self.activate()
-        _cuda_indexing.select(self, x, flags, out, stream)
+        _cuda_indexing.select(self, x, flags, out, count, stream)
 
     def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
                       error: GPUArray | None, stream: Stream) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Any
 
+import pygpukit_driver as drv
 import pygpukit_kernels
 from pygpukit._dtypes import kernel_code
 
@@ -99,8 +100,12 @@ def add(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray, error: GPUArray
 
 
 def select(runtime: CudaRuntime, x: GPUArray | None, flags: GPUArray, out: GPUArray,
-           stream: Stream) -> None:
-    """``out`` = the flagged elements of ``x`` (or their positions, ``x`` None)."""
+           count: GPUArray | None, stream: Stream) -> None:
+    """``out`` = the flagged elements of ``x`` (or their positions, ``x`` None).
+
+    With ``count`` given, the number selected goes into ``count[0]`` (int64) and ``out`` may
+    have room for more.
+    """
     lib = runtime.kernels._lib
     n = flags.size
     dtype = kernel_code(x.dtype) if x is not None else kernel_code(out.dtype)
@@ -115,6 +120,10 @@ def select(runtime: CudaRuntime, x: GPUArray | None, flags: GPUArray, out: GPUAr
                                     workspace.address if workspace is not None else None,
                                     size.value, stream.launch_handle())
     runtime.kernels.check("pgk_select_flagged", status)
+    if count is not None and n and workspace is not None:
+        # CUB left the count in the workspace's first 8 bytes: copied out before the
+        # workspace goes back to the cache (stream order keeps its next user behind the copy).
+        drv.memcpy_dtod_async(_ptr(count), workspace.address, 8, stream.handle)
 
 
 def unravel(runtime: CudaRuntime, flat: GPUArray, shape: tuple[int, ...], mode: int,

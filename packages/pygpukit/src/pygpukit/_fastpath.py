@@ -32,6 +32,7 @@ from pygpukit._dtypes import (
     float16,
     float32,
     float64,
+    int64,
     kernel_code,
     normalize_dtype,
 )
@@ -70,6 +71,7 @@ class Kind(IntEnum):
 # How a scalar operand reaches the kernel (the C side's ``Conv``).
 _ARRAY, _FLOAT, _INT_RANGE, _PYTHON = 0, 1, 2, 3
 _SCALAR_TYPE = {"ew_f32": "f", "ew_f64": "d", "ew_i64": "q"}
+_COMPUTE: dict[str, np.dtype[Any]] = {"ew_f32": float32, "ew_f64": float64, "ew_i64": int64}
 _INT_LOOPS = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
               for t in (np.int8, np.uint8, np.int16, np.int32, np.int64)}
 
@@ -100,8 +102,29 @@ def _conversion(loop: np.dtype[Any]) -> tuple[int, Any, int, int]:
     return _PYTHON, _small._scalar_converter(loop), 0, 0  # half types, bool: as NumPy rounds
 
 
+def _large_part(rt: Any, plan: dict[str, Any], entry: str | None,
+                compute: np.dtype[Any] | None) -> None:
+    """Let ``plan`` take contiguous operands past the small kernels' size too.
+
+    Those calls go to the C ABI's ``entry`` (``binary``, ``unary``, ``where`` or ``copy``) with
+    the arguments the runtime's Python method passes for such operands (dims coalesce to one in
+    the kernels library, so one dim of ``n`` elements picks the same kernel); ``entry=None`` or
+    a runtime without the C ABI: the Python path takes them.
+    """
+    entries = rt.elementwise_entry_points() if entry is not None else None
+    if entries is None or not entries[0].get(entry or ""):
+        return
+    plan.update(large=entries[0][entry or ""], check=entries[1], context=rt.context_handle,
+                compute_code=kernel_code(compute) if compute is not None else 0)
+
+
+def _itemsizes(keys: tuple[Any, ...]) -> list[int]:
+    """Element size of each array operand (0 for a Python scalar)."""
+    return [k.itemsize if isinstance(k, np.dtype) else 0 for k in keys]
+
+
 def _elementwise(rt: Any, slot: str, op: int, out: np.dtype[Any], keys: tuple[Any, ...],
-                 loop: np.dtype[Any]) -> dict[str, Any] | None:
+                 loop: np.dtype[Any], entry: str) -> dict[str, Any] | None:
     plan = runtime_part(rt, slot)
     if plan is None:
         return None
@@ -113,7 +136,8 @@ def _elementwise(rt: Any, slot: str, op: int, out: np.dtype[Any], keys: tuple[An
     plan.update(op=op, out_dtype=out, out_itemsize=out.itemsize, out_code=kernel_code(out),
                 codes=[kernel_code(k) if isinstance(k, np.dtype) else 0 for k in keys],
                 conv=conv, scalar_type=_SCALAR_TYPE[slot], max_n=_small.EW_MAX,
-                share_strides=int(first.itemsize == out.itemsize))
+                share_strides=int(first.itemsize == out.itemsize), itemsizes=_itemsizes(keys))
+    _large_part(rt, plan, entry, _COMPUTE[slot])
     return plan
 
 
@@ -136,18 +160,19 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
             keys = (_key(k0), _key(k1))
             loop, result = resolve(name, keys)
             slot = _small._slot(binary_compute(name, keys, loop))
-            return _elementwise(rt, slot, BINARY_OPS[name][0], result, (k0, k1), loop)
+            return _elementwise(rt, slot, BINARY_OPS[name][0], result, (k0, k1), loop,
+                                "binary")
         if kind == Kind.UNARY:
             loop, result = resolve(name, (k0,))
             return _elementwise(rt, _small._slot(compute_dtype(loop)), unary_code(name, loop),
-                                result, (k0,), loop)
+                                result, (k0,), loop, "unary")
         if kind == Kind.WHERE:
             keys = (k1, k2)
             result = np.result_type(*(k if isinstance(k, np.dtype) else k(0) for k in keys))
             if kernel_code_or_none(result) is None:
                 return None
             return _elementwise(rt, _small._slot(compute_dtype(result)), 0, result,
-                                (k0, k1, k2), result)
+                                (k0, k1, k2), result, "where")
         if kind == Kind.ASTYPE:
             target = normalize_dtype(k1)
             plan = runtime_part(rt, "cast")
@@ -155,7 +180,10 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
                 plan.update(op=0, out_dtype=target, out_itemsize=target.itemsize,
                             out_code=kernel_code(target), codes=[kernel_code(k0)],
                             conv=[_ARRAY], max_n=_small.EW_MAX,
-                            share_strides=int(target.itemsize == k0.itemsize))
+                            share_strides=int(target.itemsize == k0.itemsize),
+                            itemsizes=_itemsizes((k0,)))
+                # A same-dtype copy is a memcpy on the Python path: only casts go to pgk_copy.
+                _large_part(rt, plan, "copy" if target != k0 else None, None)
             return plan
         if kind == Kind.REDUCE:
             result, compute = reduce_dtypes(name, k0)

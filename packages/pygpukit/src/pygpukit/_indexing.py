@@ -422,26 +422,40 @@ def _flags(x: GPUArray) -> GPUArray:
     return _math.binary("not_equal", x, 0)
 
 
-def _select(x: GPUArray | None, flags: GPUArray, count: int, dtype: np.dtype[Any]
-            ) -> GPUArray:
-    """The flagged elements of ``x`` (flat, C order), or their flat positions (``x`` None)."""
+#: A compaction's result stays a view of its room for every element while it fills at least
+#: 1 / _KEEP_SHARE of it; a sparser one is copied into a block of its own (a copy of at most a
+#: quarter of the room), so a few selected elements never hold memory for the whole input.
+_KEEP_SHARE = 4
+
+
+def _compact(x: GPUArray | None, flags: GPUArray, dtype: np.dtype[Any]) -> GPUArray:
+    """The flagged elements of ``x`` (flat, C order), or their flat positions (``x`` None).
+
+    One pass: the compaction writes into room for every element and gives its count, read back
+    afterwards (the one host read that the result's size needs), instead of a counting pass
+    and a host read before it.
+    """
     runtime = flags._rt
-    out = empty_on(runtime, (count,), dtype)
-    if count == 0:
+    n = flags.size
+    out = empty_on(runtime, (n,), dtype)
+    if n == 0:
         return out
+    counter = empty_on(runtime, (1,), _INT64)
     stream = stream_for_runtime(runtime)
     touch(stream, flags, *([] if x is None else [x]), written=out)
-    runtime.select_flagged(x, flags, out, stream)
-    return out
+    touch(stream, written=counter)
+    runtime.select_flagged(x, flags, out, counter, stream)
+    count = int(counter.to_numpy()[0])
+    selected = out[:count]
+    return selected if count * _KEEP_SHARE >= n else selected.copy()
 
 
 def _masked_get(a: GPUArray, mask: Any) -> GPUArray:
     """``a[mask]`` for a mask of ``a``'s shape: one compaction of ``a``'s elements."""
     flags = _flags(_device_mask(mask, a._rt))
     check_same_device(a, flags, op="indexing")
-    count = _count_true(flags)
     source = a if a.is_contiguous() else a.copy()
-    return _select(source, flags, count, a.dtype)
+    return _compact(source, flags, a.dtype)
 
 
 def _masked_fill(a: GPUArray, mask: Any, value: Any) -> None:
@@ -503,11 +517,10 @@ def _nonzero_matrix(x: GPUArray) -> GPUArray:
     if x.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar)"
                          ".nonzero() instead.")
-    flags = _flags(x)
-    count = _count_true(flags)
+    flat = _compact(None, _flags(x), _INT64)
+    count = flat.size
     if x.ndim == 1:
-        return _select(None, flags, count, _INT64).reshape(1, count)
-    flat = _select(None, flags, count, _INT64)
+        return flat.reshape(1, count)
     out = empty_on(x._rt, (x.ndim, count), _INT64)
     if count:
         _unravel(flat, x.shape, IndexMode.WRAP, out)
