@@ -82,6 +82,18 @@ def one_run(calls: int, rounds: int) -> dict[str, Any]:
     gsync = gp.current_stream().synchronize
     tsync = torch.cuda.synchronize
     csync = cp.cuda.get_current_stream().synchronize if cp is not None else None
+    # In-place operands of their own (the other rows read "a" unchanged).
+    g["ai"], t["ai"] = gp.from_numpy(host["a"]), torch.from_numpy(host["a"]).cuda()
+    if cp is not None:
+        c["ai"] = cp.asarray(host["a"])
+
+    def iadd(arrays: dict[str, Any]) -> Callable[[], object]:
+        def op() -> object:
+            x = arrays["ai"]
+            x += arrays["b"]
+            return x
+        return op
+
     cases: dict[str, tuple[Callable[[], object], Callable[[], object],
                            Callable[[], object] | None, float]] = {
         # name: (ours, torch, cupy, the target ratio to torch)
@@ -90,6 +102,7 @@ def one_run(calls: int, rounds: int) -> dict[str, Any]:
         "a * b (16)": (lambda: g["a"] * g["b"], lambda: t["a"] * t["b"],
                        lambda: c["a"] * c["b"], 0.8),
         "a + 1.0 (16)": (lambda: g["a"] + 1.0, lambda: t["a"] + 1.0, lambda: c["a"] + 1.0, 0.8),
+        "a += b (16)": (iadd(g), iadd(t), iadd(c) if cp is not None else None, 0.8),
         "exp(a) (16)": (lambda: gp.exp(g["a"]), lambda: torch.exp(t["a"]),
                         lambda: cp.exp(c["a"]), 0.8),
         "a.sum() (16)": (lambda: g["a"].sum(), lambda: t["a"].sum(), lambda: c["a"].sum(), 0.8),

@@ -50,9 +50,10 @@ enum Kind : int {
     kMatmul = 7,     // f(a, b): 2-D a @ b
     kLinear = 8,     // f(x, weight[, bias]): 2-D x @ weight.T (+ bias)
     kJit = 9,        // a JIT kernel's call: its parameters by position or by name
-    kNumKinds = 10
+    kInplace = 10,   // f(self, other): self = op(self, other) (the in-place operators)
+    kNumKinds = 11
 };
-const int kArity[kNumKinds] = {2, 2, 1, 3, 2, 1, 1, 2, 2, -1};
+const int kArity[kNumKinds] = {2, 2, 1, 3, 2, 1, 1, 2, 2, -1, 2};
 
 // pgk_gemm_desc and the two GEMM entry points of pygpukit_kernels' C ABI.
 struct GemmDesc {
@@ -767,7 +768,7 @@ bool call_large(const Plan* p, int kind, PyObject* stream, long long n, const st
         name = "pgk_copy";
         status = reinterpret_cast<CopyFn>(p->large)(ptr[0], code[0], strides(0), out,
                                                     p->out_code, out_st, 1, shape, cs);
-    } else {  // kBinary, kReflected (the operands in the op's order)
+    } else {  // kBinary, kReflected, kInplace (the operands in the op's order)
         name = "pgk_binary";
         const int scalar = ptr[0] == nullptr ? 0 : ptr[1] == nullptr ? 1 : -1;
         status = reinterpret_cast<BinaryFn>(p->large)(
@@ -791,6 +792,12 @@ PyObject* run(FastOpObject* self, PyObject* const* args, PyObject* out_arg) {
     int nops = kArity[self->kind];
     switch (self->kind) {
         case kBinary: ops[0] = args[0]; ops[1] = args[1]; break;
+        case kInplace:
+            ops[0] = args[0];
+            ops[1] = args[1];
+            if (!is_array(args[0])) return nullptr;
+            out_arg = args[0];
+            break;
         case kReflected: ops[0] = args[1]; ops[1] = args[0]; break;
         case kWhere: ops[0] = args[0]; ops[1] = args[1]; ops[2] = args[2]; break;
         case kAstype: ops[0] = args[0]; k[1] = args[1]; nops = 1; break;
@@ -879,6 +886,7 @@ PyObject* run(FastOpObject* self, PyObject* const* args, PyObject* out_arg) {
     switch (self->kind) {
         case kBinary:
         case kReflected:
+        case kInplace:
         case kUnary:
         case kWhere: {
             int ew = self->kind == kUnary ? kEwUnary : self->kind == kWhere ? kEwWhere : kEwBinary;

@@ -664,6 +664,28 @@ p_out = bytes(params[:nparams.value])
 old, new = addr(ref).to_bytes(8, "little"), addr(small_z).to_bytes(8, "little")
 assert p_new.count(old) == 1 and p_out == p_new.replace(old, new), (p_new.hex(), p_out.hex())
 assert not calls
+# In-place operators: into the left operand itself (large: the C entry; small: the kernel).
+before_id = id(a)
+a += b
+(c,) = calls
+calls.clear()
+assert id(a) == before_id and c[0] == "binary" and c[2] == c[8] == addr(a) and c[5] == addr(b), c
+a -= 0.5
+(c,) = calls
+calls.clear()
+assert c[1] == 1 and c[8] == addr(a) and c[13] == 0.5, c
+keep = small_z
+before = count.value
+small_z *= small_b
+assert small_z is keep and count.value == before + 1 and not calls
+ints = gp.from_numpy(np.arange(n, dtype=np.int32))
+try:
+    ints += 1.5  # float64 into int32: the Python path refuses it, as NumPy
+except TypeError as e:
+    assert "cast" in str(e), str(e)
+else:
+    raise AssertionError("int32 += float must raise")
+assert not calls
 # out= the Python path takes (NumPy computes on the CPU simulation): another dtype, a
 # partial overlap with an input, another shape (an error), out=None.
 before = count.value

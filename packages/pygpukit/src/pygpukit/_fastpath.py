@@ -1,14 +1,17 @@
-"""The C fast path of small ops: ``pygpukit_driver.FastOp`` in front of the Python functions.
+"""The C fast path: ``pygpukit_driver.FastOp`` in front of the Python functions.
 
 For arrays of a few thousand elements the host's cost is the op's cost.  The operators
-(``a + b``, ``-a``, ``a < b`` ...), the elementwise functions (``gp.exp(x)``, ``gp.add(a, b)``),
-``gp.where(c, a, b)``, ``x.astype(t)``, whole-array reductions (``x.sum()``, ``gp.mean(x)``)
-and ``gp.softmax(x)`` / ``gp.log_softmax(x)`` are ``FastOp`` objects: for C-contiguous operands
-on the current stream they look up a plan, take the result's block from the allocator's C
-cache, make the GPUArray and launch the ``small_ops`` kernel without running Python code; in
-every other case (keyword arguments, other layouts, large arrays, a graph capture, the CPU
-simulation, a partition charging the allocator...) they call the Python function they wrap,
-which does the same in Python (:mod:`pygpukit._small`) or takes the general path.
+(``a + b``, ``-a``, ``a < b``, ``a += b`` ...), the elementwise functions (``gp.exp(x)``,
+``gp.add(a, b, out=c)``), ``gp.where(c, a, b)``, ``x.astype(t)``, whole-array reductions
+(``x.sum()``, ``gp.mean(x)``) and ``gp.softmax(x)`` / ``gp.log_softmax(x)`` are ``FastOp``
+objects: for C-contiguous operands on the current stream they look up a plan, take the
+result's block from the allocator's C cache (or write into ``out=`` / the in-place operand),
+make the GPUArray and launch the ``small_ops`` kernel without running Python code; past the
+small kernels' size, elementwise ops, ``where`` and casts call the kernels library's C entry
+(``pgk_binary`` ...) the same way.  In every other case (other keyword arguments, other
+layouts, a graph capture, the CPU simulation, a partition charging the allocator...) they call
+the Python function they wrap, which does the same in Python (:mod:`pygpukit._small`) or takes
+the general path.
 
 A plan is made here, by :func:`planner`, once per (op, runtime, operand dtypes or Python scalar
 types): the same type resolution, kernels and codes as :mod:`pygpukit._small` (so results are
@@ -66,6 +69,7 @@ class Kind(IntEnum):
     MATMUL = 7      #: f(a, b): 2-D operands
     LINEAR = 8      #: f(x, weight[, bias]): 2-D x
     JIT = 9         #: a JIT kernel's call (pygpukit._jit)
+    INPLACE = 10    #: f(self, other): self = op(self, other), an in-place operator
 
 
 # How a scalar operand reaches the kernel (the C side's ``Conv``).
@@ -156,7 +160,7 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
     if any(_is_complex_key(k) for k in (k0, k1, k2)):
         return None
     try:
-        if kind in (Kind.BINARY, Kind.REFLECTED):
+        if kind in (Kind.BINARY, Kind.REFLECTED, Kind.INPLACE):
             keys = (_key(k0), _key(k1))
             loop, result = resolve(name, keys)
             slot = _small._slot(binary_compute(name, keys, loop))
@@ -256,6 +260,9 @@ def install_operators() -> None:
             if spec.reflected:
                 rdunder = f"__r{operator}__"
                 setattr(cls, rdunder, fast(Kind.REFLECTED, spec.name)(cls.__dict__[rdunder]))
+            idunder = f"__i{operator}__"
+            if idunder in cls.__dict__:  # a += b: into a itself when the result fits it
+                setattr(cls, idunder, fast(Kind.INPLACE, spec.name)(cls.__dict__[idunder]))
     for dunder, name in (("__neg__", "negative"), ("__abs__", "absolute"),
                          ("__invert__", "invert")):
         setattr(cls, dunder, fast(Kind.UNARY, name)(cls.__dict__[dunder]))
