@@ -116,9 +116,9 @@ def _large_part(rt: Any, plan: dict[str, Any], entry: str | None,
     a runtime without the C ABI: the Python path takes them.
     """
     entries = rt.elementwise_entry_points() if entry is not None else None
-    if entries is None or not entries[0].get(entry or ""):
+    if entries is None or entry is None or not entries[0].get(entry):
         return
-    plan.update(large=entries[0][entry or ""], check=entries[1], context=rt.context_handle,
+    plan.update(large=entries[0][entry], check=entries[1], context=rt.context_handle,
                 compute_code=kernel_code(compute) if compute is not None else 0)
 
 
