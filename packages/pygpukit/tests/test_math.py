@@ -213,6 +213,13 @@ def test_power_of_two_is_square_as_numpy_computes_it(backend: str, dtype: Any) -
         check(2 ** g[:8], 2 ** a[:8])
 
 
+def test_bool_squared_is_int8_as_numpy(backend: str) -> None:
+    a = np.array([True, False, True] * 7)
+    got = gp.from_numpy(a) ** 2
+    assert got.dtype == (a ** 2).dtype == np.int8
+    np.testing.assert_array_equal(got.to_numpy(), a ** 2)
+
+
 UNARY = ["negative", "absolute", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tanh",
          "floor", "ceil", "rint", "sign", "isnan", "isinf", "square", "reciprocal"]
 POSITIVE_ONLY = {"log", "log1p", "sqrt"}

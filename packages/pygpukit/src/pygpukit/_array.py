@@ -675,8 +675,9 @@ class GPUArray:
 _OPERAND_TYPES = (GPUArray, bool, int, float, complex, np.generic)
 # The dtypes whose ``x ** 2`` (Python int / float 2) keeps the dtype, so is ``square(x)``.
 _SQUARE_FLOAT = frozenset((_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64))
+# With a Python int 2 NumPy squares bool arrays too (into int8, as np.square does).
 _SQUARE_INT_OR_FLOAT = _SQUARE_FLOAT | frozenset(
-    (_dtypes.int8, _dtypes.uint8, _dtypes.int16, _dtypes.int32, _dtypes.int64))
+    (_dtypes.bool_, _dtypes.int8, _dtypes.uint8, _dtypes.int16, _dtypes.int32, _dtypes.int64))
 
 
 def _squares(x: GPUArray, exponent: object) -> bool:
