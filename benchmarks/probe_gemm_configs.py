@@ -7,6 +7,7 @@ in the same process on the same GPU.  Its JSON is what the shape -> configuratio
 
     python benchmarks/probe_gemm_configs.py selftest --lib LIB   # no torch: for compute-sanitizer
     python benchmarks/probe_gemm_configs.py sweep --lib LIB --out probe.json
+    python benchmarks/probe_gemm_configs.py table --json probe.json   # the C++ table, no GPU
 
 ``selftest``: each candidate on a few unaligned-to-tile shapes with bias and activation, random
 operands and a NaN-poisoned output, against a naive float32 product (relative Frobenius error).
@@ -14,6 +15,9 @@ operands and a NaN-poisoned output, against a naive float32 product (relative Fr
 bench_matmul.py) and its device time (a CUDA graph of 10 products); per candidate and option the
 same two for ours (the stream time from a C++ loop: our host cost without Python's) and the
 relative difference from cuBLAS's product.  Prints the best option per shape.
+``table``: from a sweep's JSON, the library's 16-bit shape table (kTable16 in sm90_gemm.cu): per
+M x N(=K) cell of the sweep, the fastest of the shipped configurations (PRODUCTION), data-parallel,
+by device time (the CUDA graph) where it was taken, else by stream time.
 """
 
 from __future__ import annotations
@@ -118,6 +122,35 @@ def options(c: dict[str, Any], m: int, n: int, k: int, sms: int) -> list[tuple[i
     return out
 
 
+#: The probe candidates the library ships (float16 row-major B stands for all four dtype/layout
+#: instantiations), in the order of sm90_gemm.cu's Cfg16 codes.
+PRODUCTION = ("f16_coop_128x256_c2x1", "f16_pp_128x128_c1x1", "f16_pp_64x128_c1x1",
+              "f16_swap_pp_64x64_c1x1", "f16_swap_coop_128x64_c1x1")
+
+
+def table(report: dict[str, Any]) -> str:
+    """kTable16's initializer from a sweep: the fastest shipped configuration per cell."""
+    cells: dict[tuple[int, int], int] = {}
+    for row in report["rows"]:
+        if (row["dtype"], row["layout"]) != ("float16", "matmul") or row["n"] != row["k"]:
+            continue
+        if row["m"] not in SWEEP_M or row["n"] not in SWEEP_NK:
+            continue
+        timed = [r for r in row["results"] if r.get("status") == 0 and r["rel_diff"] < 2e-2
+                 and r["cand"] in PRODUCTION and tuple(r["opt"]) == (1, 1, 1, 0)]
+        # The sweep skips the swapped kernels for M > 1024 (their N tile runs along M).
+        if len({r["cand"] for r in timed}) < len(PRODUCTION) - (2 if row["m"] > 1024 else 0):
+            raise SystemExit(f"{row['m']}x{row['n']}: shipped configurations missing")
+        use_graph = all("graph_ms" in r for r in timed)
+        best = min(timed, key=lambda r: r["graph_ms"] if use_graph else r["stream_ms"])
+        cells[(row["m"], row["n"])] = PRODUCTION.index(best["cand"])
+    lines = []
+    for m in SWEEP_M:
+        codes = ", ".join(("kA", "kB", "kC", "kD", "kE")[cells[(m, n)]] for n in SWEEP_NK)
+        lines.append(f"    {{{codes}}},  // M = {m}")
+    return "\n".join(lines)
+
+
 def run_once(lib: ctypes.CDLL, args: tuple[Any, ...]) -> None:
     """One probe launch on torch's current stream (inside a graph capture: the capture's)."""
     import torch
@@ -129,13 +162,17 @@ def run_once(lib: ctypes.CDLL, args: tuple[Any, ...]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("selftest", "sweep"))
-    parser.add_argument("--lib", required=True)
+    parser.add_argument("mode", choices=("selftest", "sweep", "table"))
+    parser.add_argument("--lib", help="libpgk_gemm_probe.so (selftest, sweep)")
+    parser.add_argument("--json", type=Path, help="a sweep's JSON (table)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--small", action="store_true", help="selftest: fewer, smaller shapes")
     parser.add_argument("--budget-s", type=float, default=240.0,
                         help="stop starting new shapes after this many seconds")
     args = parser.parse_args()
+    if args.mode == "table":
+        print(table(json.loads(args.json.read_text())))
+        return
     lib = load(args.lib)
     if args.mode == "selftest":
         sys.exit(0 if selftest(lib, args.small) else 1)

@@ -350,7 +350,8 @@ struct Sm90Gemm {
         need = Gemm::get_workspace_size(args);
         if (need > ws_bytes || (need > 0 && ws == nullptr)) return cudaErrorNotSupported;
       }
-      if (!GemmKernel::can_implement(args)) return cudaErrorNotSupported;
+      // No GemmKernel::can_implement here: it also asks for K (and N or M) to be multiples of 16
+      // bytes, which TMA does not need (only the strides, checked by sm90_gemm.cu's supported()).
       // Raise the dynamic shared-memory limit once per device (not on every call, as
       // GemmUniversalAdapter::initialize does).
       if (!smem_attr_set(dev)) return cudaErrorNotSupported;
