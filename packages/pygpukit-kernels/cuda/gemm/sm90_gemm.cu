@@ -185,7 +185,16 @@ Choice choose_tf32(const Problem& p, int sms) {
   c.name = wide ? f.n256 : f.n128;
   // Data-parallel: stream-K and split-K measured slower whenever the output tiles reach about
   // one wave (H200), and the 2026-11-28 probe on an H100 found split-K and stream-K slower at
-  // 2048^3 too.
+  // 2048^3 too.  At four waves and more of 128x256 tiles the transposed kernel without a cluster
+  // and with a swizzled raster (4) ran faster in that probe: 8192^3 at 92% of cuBLAS against 85%
+  // (cluster 2x1, no swizzle; bench_matmul at 89eed35 on an H100: 83%); at 4096^3 (3.9 waves)
+  // the 2x1 cluster stays ahead (90% against 73% for the unswizzled c1x1).
+  const bool huge = f.transposed && wide && ctas256 >= 4 * int64_t(sms);
+  if ((huge && g_force_config == 0) || (f.transposed && g_force_config == 3)) {
+    c.fn = tf32_t256c1_kn;
+    c.name = "sm90_tf32_128x256x32_c1x1_coop_kn_t";
+    c.opts.swizzle = 4;
+  }
   return c;
 }
 

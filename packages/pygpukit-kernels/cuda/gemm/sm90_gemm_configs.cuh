@@ -60,15 +60,18 @@ using KernelFn = cudaError_t (*)(const Problem& p, const RunOpts& o, void* ws, s
 PGK_SM90_CONFIGS16(PGK_SM90_DECLARE16)
 #undef PGK_SM90_DECLARE16
 
-// float32 as TF32.  "t256" = 128x256x32 cluster 2x1, "t128" = 128x128x32 (nk: cluster 1x2);
-// B column-major (nk) directly, B row-major (kn) through the transposed problem.
+// float32 as TF32.  "t256" = 128x256x32 cluster 2x1, "t128" = 128x128x32 (nk: cluster 1x2),
+// "t256c1" = 128x256x32 without a cluster; B column-major (nk) directly, B row-major (kn)
+// through the transposed problem.
 PGK_SM90_DECLARE(tf32_t256_nk);
 PGK_SM90_DECLARE(tf32_t128_nk);
 PGK_SM90_DECLARE(tf32_t256_kn);
 PGK_SM90_DECLARE(tf32_t128_kn);
+PGK_SM90_DECLARE(tf32_t256c1_kn);
 
 // Test hook (probe harness / benchmarks): force a configuration (0 = the table's choice; 16-bit:
-// 1 + code; TF32: 1 = t256, 2 = t128) and, if opts is non-null, the run options.
+// 1 + code; TF32: 1 = t256, 2 = t128, 3 = t256c1 (row-major B)) and, if opts is non-null, the
+// run options.
 void force_config(int config, const RunOpts* opts);
 
 }  // namespace pgk::gemm::sm90
