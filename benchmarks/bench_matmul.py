@@ -1,7 +1,9 @@
 """Matrix products against cuBLAS (through torch), side by side in the same run on the same GPU.
 
 ``--sweep`` measures issue 13's shape sweep instead (M x N = K, float16 and bfloat16, each
-case's target 90% of cuBLAS, and the geometric mean per dtype: benchmark "matmul_sweep").
+case's target 90% of cuBLAS, and the geometric mean per dtype: benchmark "matmul_sweep"), and
+then the device time of a few small products ("device_time": the kernels' own durations from
+torch's profiler (CUPTI), per product, ours over cuBLAS's; 256x256x256 float16 targets <= 1.2x).
 Cases (the targets of issue 05): float16 and bfloat16 at 2048³ (≥ 85% of cuBLAS), 4096³ and
 8192³ (≥ 95%); float32 TF32 at 4096³ and 8192³ (≥ 90%, torch with allow_tf32); exact float32
 (precision "highest") at 4096³ and 8192³ (≥ 90%, torch with TF32 off, i.e. cuBLAS SGEMM); the
@@ -76,6 +78,53 @@ def sweep_cases() -> list[dict[str, Any]]:
     """The ``--sweep`` cases (target: 90% of cuBLAS each)."""
     return [dict(dtype=dtype, precision=None, m=m, n=nk, k=nk, layout="matmul", target=90)
             for dtype in ("float16", "bfloat16") for m in SWEEP_M for nk in SWEEP_NK]
+
+
+#: Small products whose device time (not the stream's, which the host's dispatch decides) is
+#: compared with cuBLAS's, with the target ratio (ours / cuBLAS) where issue 13 sets one.
+DEVICE_TIME_CASES = ((256, 256, 256, 1.2), (64, 1024, 1024, None), (512, 512, 512, None))
+
+
+def kernel_us_per_call(fn: Callable[[], Any], calls: int) -> float:
+    """Device time per call of ``fn``: every GPU activity CUPTI records, summed, over ``calls``."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total = sum(e.self_device_time_total for e in prof.key_averages()
+                if e.device_type == DeviceType.CUDA)
+    if total <= 0:
+        raise RuntimeError("the profiler recorded no GPU activity")
+    return float(total) / calls
+
+
+def device_times(rounds: int) -> list[dict[str, Any]]:
+    """``DEVICE_TIME_CASES`` in float16: ours and cuBLAS's device time per product."""
+    out = []
+    for m, n, k, target in DEVICE_TIME_CASES:
+        gen = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+        w = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+        a_ours, w_ours = gp.from_dlpack(a), gp.from_dlpack(w)
+        ours, theirs = [], []
+        for _ in range(rounds):  # alternating, so clocks favour neither side
+            ours.append(kernel_us_per_call(lambda: gp.matmul(a_ours, w_ours), 50))  # noqa: B023
+            theirs.append(kernel_us_per_call(lambda: a @ w, 50))  # noqa: B023
+        ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
+        kernel = gp.matmul(a_ours, w_ours)._rt.gemm_last_kernel()
+        row: dict[str, Any] = dict(dtype="float16", m=m, n=n, k=k, ours_us=spread(ours),
+                                   torch_us=spread(theirs), ours_over_cublas=spread(ratios),
+                                   target=target, kernel=kernel)
+        if target is not None:
+            row["verdict"] = "met" if max(ratios) <= target else "not met"
+        out.append(row)
+    return out
 
 
 def geomeans(per_run: list[list[dict[str, Any]]], todo: list[dict[str, Any]]) -> dict[str, Any]:
@@ -178,6 +227,10 @@ def main() -> None:
     if args.sweep:
         extra["geomean_pct_of_cublas"] = geomeans(per_run, todo)
         extra["geomean_target"] = 100.0
+        try:
+            extra["device_time"] = device_times(args.runs)
+        except (RuntimeError, ImportError, AttributeError) as exc:  # the sweep stands without it
+            extra["device_time"] = {"error": f"{type(exc).__name__}: {exc}"}
     report = report_head("matmul_sweep" if args.sweep else "matmul", args.runs,
                          batch=args.batch, repeat=args.repeat, rows=rows, **extra)
     args.out.write_text(json.dumps(report, indent=2))
@@ -194,6 +247,16 @@ def main() -> None:
     for dtype, g in extra.get("geomean_pct_of_cublas", {}).items():
         print(f"  geometric mean {dtype}: {g['median']:.1f}% of cuBLAS "
               f"[{g['min']:.1f}-{g['max']:.1f}]")
+    dev = extra.get("device_time", [])
+    if isinstance(dev, dict):
+        print(f"  device time: {dev['error']}")
+    for r in dev if isinstance(dev, list) else []:
+        q = r["ours_over_cublas"]
+        print(f"  device time float16 {r['m']}x{r['n']}x{r['k']}: "
+              f"ours {r['ours_us']['median']:.2f} us, "
+              f"cuBLAS {r['torch_us']['median']:.2f} us, ratio {q['median']:.2f} "
+              f"[{q['min']:.2f}-{q['max']:.2f}] (target {r['target']}) {r.get('verdict', '')} "
+              f"{r['kernel']}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
-// Hopper GEMM kernels: f16, B row-major (N-contiguous).  See sm90_gemm_kernel.cuh.
+// Hopper GEMM kernels: float16, B row-major (N-contiguous); configurations a, b, c of
+// PGK_SM90_CONFIGS16 (sm90_gemm_configs.cuh).  See sm90_gemm_kernel.cuh.
 #include "sm90_gemm_kernel.cuh"
 
 namespace pgk::gemm::sm90 {
-// 128x256x64, cluster 2x1: large problems.
-PGK_SM90_DEFINE(f16_t256_kn, cutlass::half_t, false, 128, 256, 64, 2, 1)
-// 128x128x64, cluster 1x2: small M / few tiles.
-PGK_SM90_DEFINE(f16_t128_kn, cutlass::half_t, false, 128, 128, 64, 1, 2)
+PGK_SM90_DEFINE(f16_a_kn, cutlass::half_t, false, 128, 256, 64, 2, 1, false, false)
+PGK_SM90_DEFINE(f16_b_kn, cutlass::half_t, false, 128, 128, 64, 1, 1, true, false)
+PGK_SM90_DEFINE(f16_c_kn, cutlass::half_t, false, 64, 128, 64, 1, 1, true, false)
 }  // namespace pgk::gemm::sm90

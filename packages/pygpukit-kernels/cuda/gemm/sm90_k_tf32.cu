@@ -4,7 +4,7 @@
 
 namespace pgk::gemm::sm90 {
 // 128x256x32 (128-byte K rows), cluster 2x1: large problems.
-PGK_SM90_DEFINE(tf32_t256_nk, float, true, 128, 256, 32, 2, 1)
+PGK_SM90_DEFINE(tf32_t256_nk, float, true, 128, 256, 32, 2, 1, false, false)
 // 128x128x32, cluster 1x2: small M / few tiles.
-PGK_SM90_DEFINE(tf32_t128_nk, float, true, 128, 128, 32, 1, 2)
+PGK_SM90_DEFINE(tf32_t128_nk, float, true, 128, 128, 32, 1, 2, false, false)
 }  // namespace pgk::gemm::sm90
