@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _timing import median_event_ms, torch_event
+
 CI, P, U64 = ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64
 DTYPE_NAMES = {6: "float16", 7: "bfloat16", 8: "float32"}
 SWEEP_M = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -194,19 +196,7 @@ def sweep(lib: ctypes.CDLL, out_path: Path | None, budget_s: float) -> None:
                                   candidates=cands, rows=[], host=[])
 
     def events_ms(fn: Any, batch: int, repeat: int = 5) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(3):
-            fn()
-        samples = []
-        for _ in range(repeat):
-            fn()
-            start.record()
-            for _ in range(batch):
-                fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / batch)
-        return statistics.median(samples)
+        return median_event_ms(fn, repeat, torch_event, batch)
 
     def graph_ms(fn: Any, batch: int = 10, repeat: int = 5) -> float:
         fn()
