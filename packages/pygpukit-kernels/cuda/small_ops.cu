@@ -60,6 +60,46 @@ __device__ __forceinline__ int elem_size(int code) {
   }
 }
 
+// ---- short paths for the common cases ----
+// In pgk_small_program a step's time is its instruction chain (the program runs one block;
+// its data sits in L1): operands of the compute type are checked for first and take a loop
+// with no dtype dispatch and no element-size arithmetic; add, subtract, multiply and divide
+// are tested before the full op switch; f32 <-> 16-bit casts have their own loops.  The
+// standalone kernels share these paths, so a fused step stays bit for bit its kernel.
+template <class C>
+__device__ __forceinline__ C small_binary(int op, C a, C b) {
+  switch (op) {
+    case PGK_OP_ADD: return a + b;
+    case PGK_OP_SUBTRACT: return a - b;
+    case PGK_OP_MULTIPLY: return a * b;
+    case PGK_OP_DIVIDE: return a / b;
+    default: return apply_binary<C>(op, a, b);
+  }
+}
+template <class C>
+__device__ __forceinline__ C small_unary(int op, C x) {
+  if constexpr (!std::is_integral_v<C>) {
+    if (op == PGK_UOP_NEGATIVE) return -x;
+  }
+  return apply_unary<C>(op, x);
+}
+
+template <class C>
+using ComputeTag = std::conditional_t<std::is_same_v<C, float>, TF32,
+                                      std::conditional_t<std::is_same_v<C, double>, TF64, TI64>>;
+
+// Operands of mixed dtypes: a conversion per load and store.
+template <class C>
+__device__ __forceinline__ void small_ew_generic(int kind, int op, char* out, int out_dt,
+                                                 const char* a, int a_dt, long long a_step,
+                                                 const char* b, int b_dt, long long b_step,
+                                                 const char* c, int c_dt, long long c_step,
+                                                 C sa, C sb, long long n, unsigned bx,
+                                                 unsigned nb);
+
+// n elements of a contiguous out from operands a, b, c (step 0: element 0 broadcast), the
+// elements of block bx of nb.  kind 0: out = a (op) b; 1: out = op(a); 2: out = a ? b : c
+// (a: the condition).  A null operand is the scalar sa / sb.
 template <class C>
 __device__ __forceinline__ void small_ew(int kind, int op, char* out, int out_dt,
                                          const char* a, int a_dt, long long a_step,
@@ -67,23 +107,15 @@ __device__ __forceinline__ void small_ew(int kind, int op, char* out, int out_dt
                                          const char* c, int c_dt, long long c_step, C sa, C sb,
                                          long long n, unsigned bx, unsigned nb) {
   const long long stride = static_cast<long long>(nb) * kSmallBlock;
-  const int out_size = elem_size(out_dt);
-  const int a_size = a ? elem_size(a_dt) * static_cast<int>(a_step) : 0;
-  const int b_size = b ? elem_size(b_dt) * static_cast<int>(b_step) : 0;
-  const int c_size = c ? elem_size(c_dt) * static_cast<int>(c_step) : 0;
-  // Operands and result all of the compute type (the common case): no dtype dispatch per
-  // load and store (load_as / store_from of the compute type are the identity).
-  constexpr int kNative = std::is_same_v<C, float>    ? PGK_FLOAT32
-                          : std::is_same_v<C, double> ? PGK_FLOAT64
-                                                      : PGK_INT64;
+  const long long i0 = static_cast<long long>(bx) * kSmallBlock + threadIdx.x;
+  constexpr int kNative = ComputeTag<C>::code;
   if (kind == 2 && out_dt == kNative && a_dt == PGK_BOOL && (!b || b_dt == kNative) &&
       (!c || c_dt == kNative)) {
     const auto* pm = reinterpret_cast<const uint8_t*>(a);
     const C* pb = reinterpret_cast<const C*>(b);
     const C* pc = reinterpret_cast<const C*>(c);
     C* po = reinterpret_cast<C*>(out);
-    for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
-         i += stride) {
+    for (long long i = i0; i < n; i += stride) {
       po[i] = pm[i * a_step] != 0 ? (pb ? pb[i * b_step] : sa) : (pc ? pc[i * c_step] : sb);
     }
     return;
@@ -92,24 +124,39 @@ __device__ __forceinline__ void small_ew(int kind, int op, char* out, int out_dt
     const C* pa = reinterpret_cast<const C*>(a);
     const C* pb = reinterpret_cast<const C*>(b);
     C* po = reinterpret_cast<C*>(out);
-    for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
-         i += stride) {
+    for (long long i = i0; i < n; i += stride) {
       const C x = pa ? pa[i * a_step] : sa;
-      po[i] = kind == 0 ? apply_binary<C>(op, x, pb ? pb[i * b_step] : sb)
-                        : apply_unary<C>(op, x);
+      po[i] = kind == 0 ? small_binary<C>(op, x, pb ? pb[i * b_step] : sb)
+                        : small_unary<C>(op, x);
     }
     return;
   }
+  small_ew_generic<C>(kind, op, out, out_dt, a, a_dt, a_step, b, b_dt, b_step, c, c_dt, c_step,
+                      sa, sb, n, bx, nb);
+}
+
+template <class C>
+__device__ __forceinline__ void small_ew_generic(int kind, int op, char* out, int out_dt,
+                                                 const char* a, int a_dt, long long a_step,
+                                                 const char* b, int b_dt, long long b_step,
+                                                 const char* c, int c_dt, long long c_step,
+                                                 C sa, C sb, long long n, unsigned bx,
+                                                 unsigned nb) {
+  const long long stride = static_cast<long long>(nb) * kSmallBlock;
+  const int out_size = elem_size(out_dt);
+  const int a_size = a ? elem_size(a_dt) * static_cast<int>(a_step) : 0;
+  const int b_size = b ? elem_size(b_dt) * static_cast<int>(b_step) : 0;
+  const int c_size = c ? elem_size(c_dt) * static_cast<int>(c_step) : 0;
   for (long long i = static_cast<long long>(bx) * kSmallBlock + threadIdx.x; i < n;
        i += stride) {
     char* o = out + i * out_size;
-    if (kind == 0) {  // out = a (op) b; a null operand is the scalar
+    if (kind == 0) {
       const C x = a ? load_as<C>(a + i * a_size, a_dt) : sa;
       const C y = b ? load_as<C>(b + i * b_size, b_dt) : sb;
-      store_from<C>(o, out_dt, apply_binary<C>(op, x, y));
-    } else if (kind == 1) {  // out = op(a)
-      store_from<C>(o, out_dt, apply_unary<C>(op, load_as<C>(a + i * a_size, a_dt)));
-    } else {  // out = a ? b : c (a: the condition, any dtype)
+      store_from<C>(o, out_dt, small_binary<C>(op, x, y));
+    } else if (kind == 1) {
+      store_from<C>(o, out_dt, small_unary<C>(op, load_as<C>(a + i * a_size, a_dt)));
+    } else {
       const C v = load_nonzero(a + i * a_size, a_dt)
                       ? (b ? load_as<C>(b + i * b_size, b_dt) : sa)
                       : (c ? load_as<C>(c + i * c_size, c_dt) : sb);
@@ -163,8 +210,18 @@ __device__ __forceinline__ void small_tree(int op, Acc<C>& a, Acc<C>* sh) {
   }
   if (threadIdx.x < 32) {
     Acc<C> v = sh[threadIdx.x];
+    // Sums, products, any / all combine v alone: one shuffle a level instead of four (each
+    // level waits on the one before; m2 and n are not read by these ops).
+    const bool v_only = op == PGK_RED_SUM || op == PGK_RED_MEAN || op == PGK_RED_PROD ||
+                        op == PGK_RED_ANY || op == PGK_RED_ALL;
     for (unsigned s = 16; s > 0; s >>= 1) {
-      const Acc<C> o = shfl_down(v, s);
+      Acc<C> o;
+      if (v_only) {
+        o = v;
+        o.v = __shfl_down_sync(0xffffffffu, v.v, s);
+      } else {
+        o = shfl_down(v, s);
+      }
       if (threadIdx.x < s) v = combine(op, v, o);
     }
     a = v;
@@ -172,16 +229,14 @@ __device__ __forceinline__ void small_tree(int op, Acc<C>& a, Acc<C>* sh) {
 }
 
 // One block reduces all n elements: thread t takes t, t + 256, ... in order, then the
-// shared-memory tree of reduce_kernels.cuh (small_tree: the same pairs).
+// shared-memory tree of reduce_kernels.cuh (small_tree: the same pairs).  The result is
+// thread 0's.
 template <class C>
 __device__ __forceinline__ void small_reduce(int op, const char* x, int x_dt, long long n,
                                              char* out, int out_dt, double ddof) {
   __shared__ Acc<C> sh[kReduceBlock];
   const int acc_op = op == PGK_RED_STD ? PGK_RED_VAR : op;
-  const int size = elem_size(x_dt);
-  constexpr int kNative = std::is_same_v<C, float>    ? PGK_FLOAT32
-                          : std::is_same_v<C, double> ? PGK_FLOAT64
-                                                      : PGK_INT64;
+  constexpr int kNative = ComputeTag<C>::code;
   Acc<C> a = acc_identity<C>(acc_op);
   if (x_dt == kNative) {  // no dtype dispatch per load (load_as of the compute type: identity)
     const C* px = reinterpret_cast<const C*>(x);
@@ -189,6 +244,7 @@ __device__ __forceinline__ void small_reduce(int op, const char* x, int x_dt, lo
       a = combine(acc_op, a, acc_element<C>(acc_op, px[i], i));
     }
   } else {
+    const int size = elem_size(x_dt);
     for (long long i = threadIdx.x; i < n; i += kReduceBlock) {
       a = combine(acc_op, a, acc_element<C>(acc_op, load_as<C>(x + i * size, x_dt), i));
     }
@@ -199,19 +255,17 @@ __device__ __forceinline__ void small_reduce(int op, const char* x, int x_dt, lo
     store_from<long long>(out, out_dt, a.n < 0 ? 0 : a.n);
     return;
   }
-  if constexpr (std::is_integral_v<C>) {
-    store_from<C>(out, out_dt, a.v);
-  } else {
+  C r = a.v;
+  if constexpr (!std::is_integral_v<C>) {
     if (op == PGK_RED_MEAN) {
-      store_from<C>(out, out_dt, a.v / static_cast<C>(n));
+      r = a.v / static_cast<C>(n);
     } else if (op == PGK_RED_VAR || op == PGK_RED_STD) {
       const double dof = static_cast<double>(a.n) - ddof;
       const C var = dof <= 0 ? C(NAN) : a.m2 / static_cast<C>(dof);
-      store_from<C>(out, out_dt, op == PGK_RED_STD ? sqrt(var) : var);
-    } else {
-      store_from<C>(out, out_dt, a.v);
+      r = op == PGK_RED_STD ? sqrt(var) : var;
     }
   }
+  store_from<C>(out, out_dt, r);
 }
 
 // Block-wide sum or max of one value per thread, in a fixed order (deterministic).
@@ -288,8 +342,9 @@ __device__ __forceinline__ void small_row_norm(int op, const char* x, int dt, lo
   }
 }
 
-// dst[i] = (dst_dt) src[i * step] (step 0 or 1) for the elements of block `bx` of `nb`.
-__device__ __forceinline__ void small_cast(char* dst, int dst_dt, const char* src, int src_dt,
+// dst[i] = (dst_dt) src[i * step] (step 0 or 1) for the elements of block `bx` of `nb`: any
+// dtype pair.
+__device__ __forceinline__ void cast_generic(char* dst, int dst_dt, const char* src, int src_dt,
                                            long long step, long long n, unsigned bx,
                                            unsigned nb) {
   const long long stride = static_cast<long long>(nb) * kSmallBlock;
@@ -311,6 +366,35 @@ __device__ __forceinline__ void small_cast(char* dst, int dst_dt, const char* sr
       case PGK_FLOAT32: cast_one<TF32>(d, s, src_dt); break;
       default: cast_one<TF64>(d, s, src_dt); break;
     }
+  }
+}
+
+// The same for one pair of dtypes, with no dispatch per element.
+template <class S, class D>
+__device__ __forceinline__ void cast_pair(char* dst, const char* src, long long step,
+                                          long long n, long long i0, long long stride) {
+  const auto* ps = reinterpret_cast<const typename S::T*>(src);
+  auto* pd = reinterpret_cast<typename D::T*>(dst);
+  for (long long i = i0; i < n; i += stride) pd[i] = convert<S, D>(ps[i * step]);
+}
+
+// dst[i] = (dst_dt) src[i * step], as pgk_copy converts: the f32 <-> 16-bit pairs (mixed
+// precision's casts) on their own loops, others through cast_generic.
+__device__ __forceinline__ void small_cast(char* dst, int dst_dt, const char* src, int src_dt,
+                                           long long step, long long n, unsigned bx,
+                                           unsigned nb) {
+  const long long stride = static_cast<long long>(nb) * kSmallBlock;
+  const long long i0 = static_cast<long long>(bx) * kSmallBlock + threadIdx.x;
+  if (src_dt == PGK_FLOAT32 && dst_dt == PGK_FLOAT16) {
+    cast_pair<TF32, TF16>(dst, src, step, n, i0, stride);
+  } else if (src_dt == PGK_FLOAT16 && dst_dt == PGK_FLOAT32) {
+    cast_pair<TF16, TF32>(dst, src, step, n, i0, stride);
+  } else if (src_dt == PGK_FLOAT32 && dst_dt == PGK_BFLOAT16) {
+    cast_pair<TF32, TBF16>(dst, src, step, n, i0, stride);
+  } else if (src_dt == PGK_BFLOAT16 && dst_dt == PGK_FLOAT32) {
+    cast_pair<TBF16, TF32>(dst, src, step, n, i0, stride);
+  } else {
+    cast_generic(dst, dst_dt, src, src_dt, step, n, bx, nb);
   }
 }
 

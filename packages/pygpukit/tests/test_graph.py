@@ -187,6 +187,37 @@ def test_small_op_chains_replay_fused_and_bit_identical(backend: str) -> None:
     g.close()
 
 
+def _rewrites(a: dict[str, gp.GPUArray]) -> dict[str, gp.GPUArray]:
+    """Small ops that overwrite what an earlier step wrote: in-place updates of an operand,
+    a freed intermediate's memory taken by one of another dtype, results read back broadcast,
+    element sizes 1 to 8 (a fused program forwards stored elements to later steps' loads)."""
+    x, m = a["x"], a["m"]
+    y = x * 2.0
+    y += x                                                  # the output is an operand
+    y *= gp.where(m, y, 0.5)
+    for _ in range(3):                                      # intermediates freed and reused
+        h = (y * 0.75).astype("float16")
+        y = h.astype("float32") + y.sum() - h.astype("float32").max()
+    i = y.astype("int32")
+    i += 3
+    b = i > 2                                               # bool (1 byte) from int32
+    f = gp.where(b, i.astype("float64") * 0.5, -1.0)        # float64 from both
+    u = i.astype("uint8").astype("int64") - f.astype("int64")
+    return {"y": y, "i": i, "b": b, "f": f, "u": u, "s": u.sum() + f.argmax()}
+
+
+def test_rewritten_elements_replay_bit_identical(backend: str) -> None:
+    def inputs(seed: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {"x": (rng.standard_normal((3, 40)) * 4).astype(np.float32),
+                "m": rng.standard_normal((3, 40)) > 0}
+
+    g = _capture_and_check(_rewrites, [inputs(5), inputs(6)])
+    if backend == "cuda":
+        assert g.fused_ops >= 25, g.fused_ops
+    g.close()
+
+
 @pytest.mark.gpu
 @pytest.mark.jit
 def test_jit_launches_are_captured() -> None:
