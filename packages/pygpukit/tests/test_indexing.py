@@ -180,6 +180,26 @@ def test_scalar_bool_index(backend: str) -> None:
     np.testing.assert_array_equal(arr[True].to_numpy(), host[True])
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_mask_select_over_many_tiles_and_offsets(backend: str, dtype: Any, offset: int) -> None:
+    """Masks over several compaction tiles (4096 elements on the GPU) with a ragged tail, on
+    views that start off the 16-byte grid (element-wise loads) and on aligned ones (vector
+    loads): sparse, half and dense masks with long runs of true and of false; the positions
+    (nonzero) too."""
+    n = 15 * 4096 + 777
+    rng = np.random.default_rng(11)
+    host = (rng.standard_normal(n + offset) * 100).astype(dtype)
+    arr = gp.from_numpy(host)[offset:]
+    for p in (0.001, 0.5, 0.999):
+        mask = rng.random(n) < p
+        mask[1000:9000] = True
+        mask[20000:30000] = False
+        flags = gp.from_numpy(np.concatenate([np.zeros(offset, bool), mask]))[offset:]
+        np.testing.assert_array_equal(arr[flags].to_numpy(), host[offset:][mask])
+        np.testing.assert_array_equal(gp.nonzero(flags)[0].to_numpy(), np.flatnonzero(mask))
+
+
 def test_mask_shape_mismatch(backend: str) -> None:
     arr = gp.zeros((4, 3))
     with pytest.raises(IndexError, match="boolean index did not match indexed array along "

@@ -301,6 +301,17 @@ def test_cumsum_of_views_and_2_to_the_20(backend: str) -> None:
     same(gp.cumsum(gp.from_numpy(few), axis=1), np.cumsum(few, axis=1))
 
 
+@pytest.mark.parametrize("offset", [0, 3])
+def test_float32_cumsum_of_a_long_row(backend: str, offset: int) -> None:
+    """float32 cumsum of a row of ~21M elements (thousands of single-pass scan tiles on the GPU),
+    close to the float64 sums; a view 3 elements in (off the 16-byte grid) too.  Not compared
+    bit for bit between calls: the GPU's decoupled look-back may round differently per run."""
+    n = 5 * (1 << 22) + 123
+    x = np.random.default_rng(9).uniform(0.5, 1.5, n + offset).astype(np.float32)
+    g = gp.from_numpy(x)[offset:]
+    check_scan(gp.cumsum(g), x[offset:], np.cumsum, None, tol=1e-3)
+
+
 def test_scan_errors(backend: str) -> None:
     g = gp.from_numpy(np.arange(4, dtype=np.int32))
     with pytest.raises(TypeError, match="dtype"):
@@ -496,3 +507,32 @@ def test_sort_of_more_than_2_to_the_31_int8() -> None:
     assert result.shape == (n,)
     expected = np.repeat(np.arange(-128, 128, dtype=np.int8), counts)
     assert np.array_equal(result, expected)
+
+
+@pytest.mark.gpu
+def test_float32_cumsum_of_more_than_2_to_the_31() -> None:
+    """float32 cumsum of 2^31 + 1000 elements: 64-bit offsets in the single-pass scan (~17 GiB
+    of device memory).  Mostly zeros with a few ones, so every partial sum is a small integer:
+    exact in any summation order."""
+    if not gp.is_cuda_available():
+        pytest.skip("needs the CUDA backend")
+    import pygpukit_driver as drv
+
+    assert gp.backend() == "cuda"
+    gp.zeros((1,))  # the device's primary context is current from here on
+    gp.empty_cache()
+    free, _ = drv.mem_get_info()
+    if free < 24 * 2**30:
+        pytest.skip(f"needs 24 GiB of free device memory; {free / 2**30:.1f} GiB free")
+    n = 2**31 + 1000
+    ones = [0, 4095, 4096, 2**27 + 3, 2**30, 2**31 - 1, 2**31 + 999]
+    g = gp.zeros((n,), gp.float32)
+    for i in ones:
+        g[i] = 1.0
+    got = gp.cumsum(g)
+    del g
+    for i in [0, 1, 4095, 4096, 4097, 2**27 + 2, 2**27 + 3, 2**30 + 5, 2**31 - 2, 2**31 - 1,
+              2**31, n - 2, n - 1]:
+        assert float(got[i].to_numpy()) == sum(1 for j in ones if j <= i), i
+    del got
+    gp.empty_cache()
