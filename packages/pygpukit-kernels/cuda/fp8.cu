@@ -103,6 +103,16 @@ extern "C" PGK_API int pgk_fp8_cast(const void* src, int src_dtype, void* dst, i
   return static_cast<int>(cudaGetLastError());
 }
 
+extern "C" PGK_API int pgk_gemm_fp8_force_config(int config) {
+  if (config < 0 || config > 3) return cudaErrorInvalidValue;
+#if PGK_HAVE_SM90
+  pgk::gemm::sm90fp8::force_config(config);
+  return cudaSuccess;
+#else
+  return cudaErrorNotSupported;
+#endif
+}
+
 extern "C" PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* d, void* stream) {
   if (d == nullptr) return cudaErrorInvalidValue;
   if (!is_fp8(d->a_dtype) || !is_fp8(d->b_dtype)) return cudaErrorInvalidValue;

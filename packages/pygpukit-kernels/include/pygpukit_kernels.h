@@ -505,6 +505,12 @@ typedef struct pgk_gemm_fp8_desc {
 } pgk_gemm_fp8_desc;
 
 PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* desc, void* stream);
+/* Test hook (benchmarks, configuration probes): 0 = choose the kernel by shape (default); 1, 2,
+ * 3 = always the "l" (128x256 cooperative, cluster 2x1), "m" (128x128 ping-pong) or "s"
+ * (64x64 ping-pong on C^T = B^T A^T) e4m3 x e4m3 kernel.  Process-wide.  Returns
+ * cudaErrorInvalidValue for another value, and cudaErrorNotSupported in a build without the
+ * sm_90a kernels. */
+PGK_API int pgk_gemm_fp8_force_config(int config);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 // Hopper (sm_90a) FP8 GEMM family: configuration choice by shape and the entry point
 // pgk::gemm::sm90_fp8_gemm.  The kernels live in sm90_k_fp8_*.cu (CUTLASS 3, see
 // sm90_fp8_kernel.cuh); this file includes no CUTLASS header.
+#include <atomic>
 #include <cstdint>
 
 #include "gemm_problem.cuh"
@@ -11,7 +12,7 @@ namespace pgk::gemm {
 namespace sm90fp8 {
 namespace {
 
-int g_force = 0;
+std::atomic<int> g_force{0};  // test hook (pgk_gemm_fp8_force_config)
 
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -49,9 +50,10 @@ const Entry kM54 = PGK_FP8_ENTRY(m, e5e4, "128x128x128_c1x1_pp");
 // hundred rows on, the 128x128 ping-pong kernel; large products the cooperative 128x256 kernel
 // with a 2x1 cluster once its tiles fill at least two waves.
 const Entry& choose_e4e4(const Fp8Problem& p, int sms) {
-  if (g_force == 1) return kL;
-  if (g_force == 2) return kM;
-  if (g_force == 3) return kS;
+  const int forced = g_force.load(std::memory_order_relaxed);
+  if (forced == 1) return kL;
+  if (forced == 2) return kM;
+  if (forced == 3) return kS;
   if (p.m <= 128) return kS;
   const int64_t tiles_l = cdiv(cdiv(p.m, 128), 2) * 2 * cdiv(p.n, 256);
   if (tiles_l >= 2 * int64_t(sms)) return kL;
@@ -60,7 +62,7 @@ const Entry& choose_e4e4(const Fp8Problem& p, int sms) {
 
 }  // namespace
 
-void force_config(int config) { g_force = config; }
+void force_config(int config) { g_force.store(config, std::memory_order_relaxed); }
 
 }  // namespace sm90fp8
 

@@ -273,6 +273,8 @@ _LAUNCHERS.update({
     "pgk_fp8_cast": [_VP, _INT, _VP, _INT, _I64, _VP, _I64, _INT, _VP],
     # desc, stream
     "pgk_gemm_fp8": [ctypes.POINTER(Fp8GemmDesc), _VP],
+    # config (test hook)
+    "pgk_gemm_fp8_force_config": [_INT],
 })
 # ---- end FP8 ------------------------------------------------------------------------------------
 

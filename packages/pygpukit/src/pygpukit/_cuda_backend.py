@@ -305,17 +305,21 @@ class CudaRuntime:
         fn = self._fp8_entry("gemm_fp8")
         m, k = a.shape
         n = b.shape[0]
-        d = pygpukit_kernels.Fp8GemmDesc()
-        d.m, d.n, d.k = m, n, k
-        d.a_dtype, d.b_dtype = _any_code(a.dtype), _any_code(b.dtype)
-        d.out_dtype, d.activation = kernel_code(c.dtype), activation
-        d.a, d.lda = _ptr(a), (a.strides[0] if m > 1 else k)
-        d.b, d.ldb = _ptr(b), (b.strides[0] if n > 1 else k)
-        d.c, d.ldc = _ptr(c), c.strides[0] // c.itemsize if m > 1 else c.shape[1]
-        d.scale_a = _ptr(scale_a) if scale_a is not None else None
-        d.scale_b = _ptr(scale_b) if scale_b is not None else None
-        d.scale_a_per_row, d.scale_b_per_col = int(scale_a_per_row), int(scale_b_per_col)
-        d.bias = _ptr(bias) if bias is not None else None
+        try:
+            desc, buffer = _gemm_tls.fp8_desc
+        except AttributeError:
+            buffer = bytearray(_FP8_FORMAT.size)
+            desc = pygpukit_kernels.Fp8GemmDesc.from_buffer(buffer)
+            _gemm_tls.fp8_desc = desc, buffer
+        _FP8_FORMAT.pack_into(
+            buffer, 0, m, n, k, _any_code(a.dtype), _any_code(b.dtype), kernel_code(c.dtype),
+            activation, _ptr(a), a.strides[0] if m > 1 else k, _ptr(b),
+            b.strides[0] if n > 1 else k, _ptr(c),
+            c.strides[0] // c.itemsize if m > 1 else c.shape[1],
+            _ptr(scale_a) if scale_a is not None else 0,
+            _ptr(scale_b) if scale_b is not None else 0, int(scale_a_per_row),
+            int(scale_b_per_col), _ptr(bias) if bias is not None else 0)
+        d = desc
         status = fn(ctypes.byref(d), stream.launch_handle())
         if status == _CUDA_ERROR_NOT_SUPPORTED:
             major, minor = self.compute_capability
@@ -640,6 +644,9 @@ class CudaRuntime:
 _CAPTURE_MODE_RELAXED = 2
 
 _CUDA_ERROR_NOT_SUPPORTED = 801
+# pgk_gemm_fp8_desc packed by struct, as pgk_gemm_desc below.
+_FP8_FORMAT = struct.Struct("=3q4iQqQqQqQQ2iQ")
+assert _FP8_FORMAT.size == ctypes.sizeof(pygpukit_kernels.Fp8GemmDesc)
 
 
 def _any_code(dtype: np.dtype[Any]) -> int:

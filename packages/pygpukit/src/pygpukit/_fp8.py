@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pygpukit import _layout
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import (
     FP8_DTYPES,
@@ -69,7 +70,8 @@ def cast_into(src: GPUArray, dst: GPUArray) -> None:
         return
     view = src
     if src.shape != dst.shape:
-        view = src.broadcast_to(dst.shape)
+        view = GPUArray(src._rt, src._block, src._offset, dst.shape,
+                        _layout.broadcast_strides(src.shape, src.strides, dst.shape), src.dtype)
     if not (view.is_contiguous() and view.shape == dst.shape):
         staged = empty_on(runtime, dst.shape, src.dtype)
         copy_into(view, staged)
@@ -252,6 +254,8 @@ def _check_device(runtime: Runtime, op: str) -> None:
     cc = tuple(runtime.compute_capability)
     if cc == (0, 0):  # the CPU simulation computes in float64
         return
+    if cc in _FP8_KERNEL_CC:
+        return
     name = getattr(runtime, "describe", lambda: "this GPU")()
     if cc < _FP8_MIN_CC:
         raise NotImplementedError(
@@ -276,9 +280,9 @@ def _scale_arg(scale: Any, argument: str, per_shape: tuple[int, int], op: str
     if scale.dtype != float32:
         raise TypeError(f"{op}: {argument} must be float32; got {scale.dtype.name}")
     if scale.size == 1 and scale.ndim <= 2:
-        return _contiguous(scale.reshape(())), False
+        return scale, False  # the kernel reads its one element wherever the strides point
     if scale.shape == per_shape:
-        return _contiguous(scale), True
+        return (scale if scale.is_contiguous() else scale.copy()), True
     raise ValueError(f"{op}: {argument} must have one element (per tensor) or shape {per_shape}; "
                      f"got shape {scale.shape}")
 
@@ -323,6 +327,31 @@ def _k_major(x: GPUArray, k16: int) -> GPUArray:
     return out
 
 
+#: Plans of products whose operands need no copy, by layout (shapes, strides, dtypes, scale and
+#: bias kinds, alignment): a repeated product skips every check (see :func:`scaled_product`).
+_PLANS: dict[tuple[Any, ...], tuple[bool, bool]] = {}
+_PLANS_MAX = 512
+
+
+def _aligned(x: GPUArray) -> bool:
+    return (int(getattr(x._block, "address", 0)) + x._offset) % 16 == 0
+
+
+def _plan_key(op: str, a: GPUArray, b: GPUArray, scale_a: Any, scale_b: Any, bias: Any,
+              activation: int, out_dtype: Any) -> tuple[Any, ...] | None:
+    """The layout key of a product, or None when an argument is not a plain GPUArray / None."""
+    parts: list[Any] = [op, a._rt, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype,
+                        activation, out_dtype, _aligned(a), _aligned(b)]
+    for v in (scale_a, scale_b, bias):
+        if v is None:
+            parts.append(None)
+        elif type(v) is GPUArray:
+            parts.append((v._rt, v.shape, v.strides, v.dtype))
+        else:
+            return None
+    return tuple(parts)
+
+
 def scaled_product(op: str, a: GPUArray, b_nk: GPUArray, scale_a: Any, scale_b: Any,
                    scale_b_shape: tuple[int, int], bias: Any, activation: int, out_dtype: Any,
                    names: tuple[str, str, str, str]) -> GPUArray:
@@ -330,7 +359,32 @@ def scaled_product(op: str, a: GPUArray, b_nk: GPUArray, scale_a: Any, scale_b: 
 
     ``names``: the user's names of a, b, scale_a, scale_b (for messages).  ``scale_b_shape``
     is the per-column shape the caller's API takes ((1, N) for matmul, (N, 1) for linear).
+    A product whose operands the kernel reads in place is planned once per layout (the checks
+    below run on the first call only).
     """
+    try:
+        key = _plan_key(op, a, b_nk, scale_a, scale_b, bias, activation, out_dtype)
+        plan = _PLANS.get(key) if key is not None else None
+    except TypeError:  # an unhashable out_dtype: checked (and refused) below
+        key = plan = None
+    if plan is not None:
+        runtime = a._rt
+        target = bfloat16 if out_dtype is None else normalize_dtype(out_dtype)
+        stream = stream_for_runtime(runtime)
+        c = empty_on(runtime, (a.shape[0], b_nk.shape[0]), target, stream)
+        touch(stream, a, b_nk, *[v for v in (scale_a, scale_b, bias) if v is not None],
+              written=c)
+        runtime.gemm_fp8(a, b_nk, c, scale_a, plan[0], scale_b, plan[1], bias, activation,
+                         stream)
+        return c
+    return _scaled_product_checked(op, a, b_nk, scale_a, scale_b, scale_b_shape, bias,
+                                   activation, out_dtype, names, key)
+
+
+def _scaled_product_checked(op: str, a: GPUArray, b_nk: GPUArray, scale_a: Any, scale_b: Any,
+                            scale_b_shape: tuple[int, int], bias: Any, activation: int,
+                            out_dtype: Any, names: tuple[str, str, str, str],
+                            key: tuple[Any, ...] | None) -> GPUArray:
     _fp8_operands(op, a, b_nk, names[:2])
     runtime = check_same_device(a, b_nk, op=op)
     m, k = a.shape
@@ -343,6 +397,7 @@ def scaled_product(op: str, a: GPUArray, b_nk: GPUArray, scale_a: Any, scale_b: 
     for s in (sa, sb):
         if s is not None:
             check_same_device(a, s, op=op)
+    bias_in = bias
     if bias is not None:
         if not isinstance(bias, GPUArray):
             raise TypeError(f"{op}: bias must be a GPUArray or None; got {type(bias).__name__}")
@@ -368,6 +423,11 @@ def scaled_product(op: str, a: GPUArray, b_nk: GPUArray, scale_a: Any, scale_b: 
     touch(stream, *inputs, written=c)
     if m and n:
         runtime.gemm_fp8(a2, b2, c, sa, sa_rows, sb, sb_cols, bias, activation, stream)
+    if (key is not None and m and n and a2 is a and b2 is b_nk and sa is scale_a
+            and sb is scale_b and bias is bias_in and n16 == n):
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = (sa_rows, sb_cols)
     if n16 != n:
         return c[:, :n].copy()
     return c

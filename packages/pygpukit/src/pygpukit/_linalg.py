@@ -499,6 +499,10 @@ def _fp8_linear(x: GPUArray, weight: GPUArray, bias: GPUArray | None, activation
     if x.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: x has {x.shape[-1]} features but weight {weight.shape} "
                          f"takes {weight.shape[1]}")
+    if x.ndim == 2:
+        return _fp8.scaled_product("linear", x, weight, scale_x, scale_weight,
+                                   (weight.shape[0], 1), bias, ACTIVATION_CODES[activation],
+                                   out_dtype, ("x", "weight", "scale_x", "scale_weight"))
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     if isinstance(scale_x, GPUArray) and scale_x.size != 1 and scale_x.shape == (*lead, 1):
