@@ -27,6 +27,38 @@ SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)] + [
 CONFIGS = {0: "auto", 1: "l", 2: "m", 3: "s"}
 
 
+def probe_shape(m: int, n: int, k: int, repeat: int, batch: int, force: Any,
+                share: Any) -> dict[str, Any]:
+    """Times of torch._scaled_mm and of each forced configuration for one shape."""
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    w = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    sa = torch.rand((), device="cuda", generator=gen) + 0.5
+    sb = torch.rand((), device="cuda", generator=gen) + 0.5
+    a_o, w_o, sa_o, sb_o = share(a), share(w), gp.from_dlpack(sa), gp.from_dlpack(sb)
+    b_col = w.t()
+
+    def theirs() -> Any:
+        return torch._scaled_mm(a, b_col, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                use_fast_accum=True)
+
+    def ours() -> Any:
+        return gp.linear(a_o, w_o, scale_x=sa_o, scale_weight=sb_o)
+
+    torch_ms = median_event_ms(theirs, repeat, torch_event, batch)
+    row: dict[str, Any] = {"m": m, "n": n, "k": k, "torch_ms": torch_ms}
+    for code, name in CONFIGS.items():
+        if force(code) != 0:
+            raise SystemExit("pgk_gemm_fp8_force_config failed")
+        ms = median_event_ms(ours, repeat, gp.Event, batch)
+        row[name] = {"ms": ms, "pct": 100.0 * torch_ms / ms, "kernel": a_o._rt.gemm_last_kernel()}
+    force(0)
+    cells = "  ".join(f"{name} {row[name]['pct']:6.1f}%" for name in CONFIGS.values())
+    print(f"{m:5}x{n}x{k}: torch {2 * m * n * k / torch_ms / 1e9:7.1f} TF/s  {cells}  "
+          f"auto={row['auto']['kernel']}", flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
@@ -36,31 +68,8 @@ def main() -> None:
     force = pygpukit_kernels.load().pgk_gemm_fp8_force_config
     from bench_matmul import _fp8_ours  # the DLPack sharing of the benchmark
 
-    rows: list[dict[str, Any]] = []
-    for m, n, k in SHAPES:
-        gen = torch.Generator(device="cuda").manual_seed(m + n + k)
-        a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
-        w = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
-        sa = torch.rand((), device="cuda", generator=gen) + 0.5
-        sb = torch.rand((), device="cuda", generator=gen) + 0.5
-        a_o, w_o, sa_o, sb_o = _fp8_ours(a), _fp8_ours(w), gp.from_dlpack(sa), gp.from_dlpack(sb)
-        b_col = w.t()
-        torch_ms = median_event_ms(
-            lambda: torch._scaled_mm(a, b_col, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                                     use_fast_accum=True), args.repeat, torch_event, args.batch)
-        row: dict[str, Any] = {"m": m, "n": n, "k": k, "torch_ms": torch_ms}
-        for code, name in CONFIGS.items():
-            if force(code) != 0:
-                raise SystemExit("pgk_gemm_fp8_force_config failed")
-            ms = median_event_ms(lambda: gp.linear(a_o, w_o, scale_x=sa_o, scale_weight=sb_o),
-                                 args.repeat, gp.Event, args.batch)
-            row[name] = {"ms": ms, "pct": 100.0 * torch_ms / ms,
-                         "kernel": a_o._rt.gemm_last_kernel()}
-        force(0)
-        rows.append(row)
-        cells = "  ".join(f"{name} {row[name]['pct']:6.1f}%" for name in CONFIGS.values())
-        print(f"{m:5}x{n}x{k}: torch {2 * m * n * k / torch_ms / 1e9:7.1f} TF/s  {cells}  "
-              f"auto={row['auto']['kernel']}", flush=True)
+    rows = [probe_shape(m, n, k, args.repeat, args.batch, force, _fp8_ours)
+            for m, n, k in SHAPES]
     args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows},
                                    indent=1))
 
