@@ -112,12 +112,15 @@ def test_quantize_matches_reference(backend: str, dtype: np.dtype[Any], src: np.
     x = (rng.standard_normal((37, 300)) * np.exp2(rng.uniform(-8, 8, (37, 1)))).astype(src)
     x[3] = 0  # an all-zero row: the amax floor
     q, s = gp.quantize_fp8(gp.from_numpy(x), dtype, scale=mode)
-    q_ref, s_ref = _quantize_ref(x, dtype, mode == "row")
+    _, s_ref = _quantize_ref(x, dtype, mode == "row")
     assert s.dtype == np.float32 and s.shape == ((37, 1) if mode == "row" else ())
-    np.testing.assert_array_equal(s.to_numpy(), s_ref)
-    _same(q.to_numpy(), q_ref)
+    s_got = s.to_numpy()
+    np.testing.assert_allclose(s_got, s_ref, rtol=2e-7, atol=0)  # amax / max in float32
+    fmax = _fp8.FP8_MAX[dtype]
+    q_ref = np.clip(x.astype(np.float32) / s_got, -fmax, fmax).astype(dtype)
+    _same(q.to_numpy(), q_ref)  # the scaled cast itself: bit for bit
     back = gp.dequantize_fp8(q, s, "float32").to_numpy()
-    np.testing.assert_array_equal(back, q_ref.astype(np.float32) * s_ref)
+    np.testing.assert_array_equal(back, q_ref.astype(np.float32) * s_got)
     # Saturation: a given scale smaller than amax/max clamps, never overflows to NaN/inf.
     small = gp.from_numpy(np.array(1e-3, np.float32))
     qs, _ = gp.quantize_fp8(gp.from_numpy(x), dtype, scale=small)
@@ -139,7 +142,7 @@ ACTS = {None: lambda v: v, "relu": lambda v: np.maximum(v, 0.0)}
 
 @pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize("kind", ["tensor", "row"])
-@pytest.mark.parametrize("shape", [(1, 40, 24), (64, 128, 256), (200, 72, 136), (130, 4096, 96)],
+@pytest.mark.parametrize("shape", [(1, 40, 20), (64, 128, 256), (200, 72, 136), (130, 4096, 96)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_linear_fp8_vs_float64(backend: str, shape: tuple[int, int, int], kind: str,
                                out_dtype: str) -> None:
