@@ -16,7 +16,7 @@
 
 namespace {
 
-bool is_fp8(int dt) { return dt == PGK_FLOAT8_E4M3FN || dt == PGK_FLOAT8_E5M2; }
+__host__ __device__ bool is_fp8(int dt) { return dt == PGK_FLOAT8_E4M3FN || dt == PGK_FLOAT8_E5M2; }
 bool is_wide_float(int dt) {
   return dt == PGK_FLOAT16 || dt == PGK_BFLOAT16 || dt == PGK_FLOAT32 || dt == PGK_FLOAT64;
 }
