@@ -14,6 +14,11 @@
 #include "gemm/sm90_fp8_configs.cuh"
 #include "pygpukit_kernels.h"
 
+namespace pgk::gemm {
+// dispatch.cu: pgk_gemm_last_kernel() then names the kernel the launch noted (note_kernel).
+void publish_kernel(bool success);
+}  // namespace pgk::gemm
+
 namespace {
 
 __host__ __device__ bool is_fp8(int dt) { return dt == PGK_FLOAT8_E4M3FN || dt == PGK_FLOAT8_E5M2; }
@@ -152,7 +157,10 @@ extern "C" PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* d, void* stream) {
   p.col_b = d->scale_b_per_col ? d->scale_b : nullptr;
   p.bias = d->bias;
   p.act = d->activation;
-  return static_cast<int>(pgk::gemm::sm90_fp8_gemm(p, static_cast<cudaStream_t>(stream)));
+  pgk::gemm::note_kernel("");
+  const cudaError_t status = pgk::gemm::sm90_fp8_gemm(p, static_cast<cudaStream_t>(stream));
+  pgk::gemm::publish_kernel(status == cudaSuccess);
+  return static_cast<int>(status);
 #else
   (void)stream;
   return cudaErrorNotSupported;

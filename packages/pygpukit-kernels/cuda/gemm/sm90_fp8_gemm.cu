@@ -46,17 +46,22 @@ const Entry kS = PGK_FP8_ENTRY(s, e4e4, "64x64x128_c1x1_pp_t");
 const Entry kM45 = PGK_FP8_ENTRY(m, e4e5, "128x128x128_c1x1_pp");
 const Entry kM54 = PGK_FP8_ENTRY(m, e5e4, "128x128x128_c1x1_pp");
 
-// e4m3 x e4m3 by shape.  Small M runs the swapped 64x64 kernel (our M along its N); from a few
-// hundred rows on, the 128x128 ping-pong kernel; large products the cooperative 128x256 kernel
-// with a 2x1 cluster once its tiles fill at least two waves.
+// e4m3 x e4m3 by shape, from the probe on an NVIDIA H200 (benchmarks/probe_fp8_configs.py,
+// 2026-11-28, % of torch._scaled_mm per configuration l / m / s):
+//   M = 1: 78 / 95 / 98; 16: 77 / 86 / 93; 64: 79 / 104 / 126; 128: 93 / 121 / 108;
+//   256: 90 / 89 / 72; 512: 96 / 99 / 61; 1024: 82 / 95 / 46; 2048: 98 / 104 / 50;
+//   4096: 87 / 95 / 46 (N = 14336, K = 4096); 4096^3: 98 / 100 / 50; 8192^3: 83 / 76 / 39.
+// So: the swapped 64x64 kernel up to M = 64 (our M along its 64-wide N), the 128x128 ping-pong
+// kernel from there on, and the cooperative 128x256 kernel (cluster 2x1) only for long K with
+// many waves of tiles (8192^3).
 const Entry& choose_e4e4(const Fp8Problem& p, int sms) {
   const int forced = g_force.load(std::memory_order_relaxed);
   if (forced == 1) return kL;
   if (forced == 2) return kM;
   if (forced == 3) return kS;
-  if (p.m <= 128) return kS;
+  if (p.m <= 64) return kS;
   const int64_t tiles_l = cdiv(cdiv(p.m, 128), 2) * 2 * cdiv(p.n, 256);
-  if (tiles_l >= 2 * int64_t(sms)) return kL;
+  if (p.k >= 8192 && tiles_l >= 4 * int64_t(sms)) return kL;
   return kM;
 }
 
