@@ -671,7 +671,7 @@ def render_matmul_fp8(doc: Doc) -> str:
                      kernel_name(r["kernel"])])
     return "\n".join([source_line(doc), "", table(
         ["case", "ours TFLOP/s", "torch TFLOP/s", "% of torch._scaled_mm", "target", "",
-         "rel. error (ours / torch)", "max error / max |ref| (ours / torch)", "kernel"],
+         "rel. error (ours / torch)", "max error / max abs. ref. (ours / torch)", "kernel"],
         "lrrrrllll", rows), "", f"Targets met in every run: {met} of {targets}."])
 
 
