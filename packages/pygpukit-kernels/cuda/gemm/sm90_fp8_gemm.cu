@@ -47,6 +47,7 @@ const Entry kM45 = PGK_FP8_ENTRY(m, e4e5, "128x128x128_c1x1_pp");
 const Entry kM54 = PGK_FP8_ENTRY(m, e5e4, "128x128x128_c1x1_pp");
 
 // e4m3 x e4m3 by shape, from the probe on an NVIDIA H200 (benchmarks/probe_fp8_configs.py,
+// its output in benchmarks/gemm_probe/fp8-probe-h200.json;
 // 2026-11-28, % of torch._scaled_mm per configuration l / m / s):
 //   M = 1: 78 / 95 / 98; 16: 77 / 86 / 93; 64: 79 / 104 / 126; 128: 93 / 121 / 108;
 //   256: 90 / 89 / 72; 512: 96 / 99 / 61; 1024: 82 / 95 / 46; 2048: 98 / 104 / 50;
