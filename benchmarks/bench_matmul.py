@@ -18,6 +18,13 @@ stream's throughput, not one call's host latency).  The whole sweep is repeated 
 each figure reported as min / median / max over the runs, % of cuBLAS per run; the verdict is
 "met" when every run meets the target (and the product is accurate), "on par" when the runs
 straddle 100%.  Writes JSON to --out and prints a table.
+
+``--fp8``: float8_e4m3fn products (benchmark "matmul_fp8"): ``gp.linear(x, w, scale_x=...,
+scale_weight=...)`` against ``torch._scaled_mm(x, w.t(), scale_a, scale_b, out_dtype=bfloat16,
+use_fast_accum=True)`` on the same operands (DLPack), per-tensor scales at 4096³ and 8192³
+(>= 95%) and on the LLM shapes M ∈ {1 ... 4096} x 14336 x 4096 (>= 90%), and one row-wise
+8192³ case; errors of both against float64 of the dequantized operands (relative Frobenius and
+max |error| / max |reference|).
 """
 
 from __future__ import annotations
@@ -192,6 +199,110 @@ def run_case(case: dict[str, Any], repeat: int, batch: int, check: bool) -> dict
     }
 
 
+# -- FP8 (--fp8): e4m3 products against torch._scaled_mm (cuBLASLt), benchmark "matmul_fp8" ---
+#: Issue 13's FP8 targets: 4096³ and 8192³ >= 95% of torch._scaled_mm (per-tensor scales,
+#: fast accumulation, bfloat16 out), the LLM shapes M x 14336 x 4096 >= 90%; one row-wise case.
+FP8_LLM_M = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+def fp8_cases(quick: bool) -> list[dict[str, Any]]:
+    """The ``--fp8`` cases: ``linear(x, w)`` with x (M, K), w (N, K) float8_e4m3fn."""
+    out = [dict(dtype="float8_e4m3fn", precision=None, m=s, n=s, k=s, layout="fp8_tensor",
+                target=95) for s in (4096, 8192)]
+    if _torch_rowwise_ok():
+        out.append(dict(dtype="float8_e4m3fn", precision=None, m=8192, n=8192, k=8192,
+                        layout="fp8_row", target=None))
+    out += [dict(dtype="float8_e4m3fn", precision=None, m=m, n=14336, k=4096,
+                 layout="fp8_tensor", target=90) for m in FP8_LLM_M]
+    if quick:
+        out = [c for c in out if c["m"] * c["n"] * c["k"] <= 4096**3]
+    return out
+
+
+def _torch_rowwise_ok() -> bool:
+    """Whether this torch build has row-wise scales in _scaled_mm (else that row is left out)."""
+    a = torch.ones(16, 32, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.ones(16, 32, device="cuda").to(torch.float8_e4m3fn).t()
+    try:
+        torch._scaled_mm(a, b, scale_a=torch.ones(16, 1, device="cuda"),
+                         scale_b=torch.ones(1, 16, device="cuda"), out_dtype=torch.bfloat16,
+                         use_fast_accum=True)
+    except (RuntimeError, NotImplementedError) as exc:
+        print(f"torch._scaled_mm has no row-wise scales here ({exc}); that row is left out")
+        return False
+    return True
+
+
+def _fp8_ours(t: torch.Tensor) -> Any:
+    """A torch tensor (FP8 or float32) as a GPUArray over the same memory (DLPack)."""
+    try:
+        return gp.from_dlpack(t)
+    except (TypeError, RuntimeError, BufferError):  # a torch without FP8 DLPack codes
+        from pygpukit._array import GPUArray
+
+        raw = gp.from_dlpack(t.view(torch.uint8))
+        dtype = {torch.float8_e4m3fn: gp.float8_e4m3fn, torch.float8_e5m2: gp.float8_e5m2}
+        return GPUArray(raw._rt, raw._block, raw._offset, raw.shape, raw.strides,
+                        dtype[t.dtype])
+
+
+def run_fp8_case(case: dict[str, Any], repeat: int, batch: int, check: bool) -> dict[str, Any]:
+    """One run of one FP8 case: timings against torch._scaled_mm and (``check``) errors."""
+    m, n, k = case["m"], case["n"], case["k"]
+    rowwise = case["layout"] == "fp8_row"
+    gen = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    w = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    if rowwise:
+        sa = torch.rand(m, 1, device="cuda", generator=gen) + 0.5
+        sb = torch.rand(1, n, device="cuda", generator=gen) + 0.5
+    else:
+        sa = torch.rand((), device="cuda", generator=gen) + 0.5
+        sb = torch.rand((), device="cuda", generator=gen) + 0.5
+    b_col = w.t()  # (K, N) column-major: what _scaled_mm takes
+    a_ours, w_ours = _fp8_ours(a), _fp8_ours(w)
+    sa_ours = gp.from_dlpack(sa)
+    sb_ours = gp.from_dlpack(sb.t().contiguous() if rowwise else sb)  # (N, 1) per output row
+
+    def torch_fn() -> Any:
+        return torch._scaled_mm(a, b_col, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                use_fast_accum=True)
+
+    def ours_fn() -> Any:
+        return gp.linear(a_ours, w_ours, scale_x=sa_ours, scale_weight=sb_ours)
+
+    torch.cuda.synchronize()
+    result = ours_fn()
+    kernel = result._rt.gemm_last_kernel()
+    accuracy: dict[str, Any] = {}
+    if check:
+        ref = (a.double() * sa.double()) @ (w.double() * (sb.t() if rowwise else sb).double()).T
+        errors = {}
+        for who, out in (("ours", torch.from_dlpack(result)), ("torch", torch_fn())):
+            got = out.double()
+            errors[who] = (float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref)),
+                           float((got - ref).abs().max() / ref.abs().max()),
+                           bool(torch.isfinite(got).all()))
+        tol = 1e-2
+        err, max_err, finite = errors["ours"]
+        accuracy = {"rel_error": err, "max_rel_error": max_err, "tolerance": tol,
+                    "finite": finite, "accurate": finite and err <= tol,
+                    "torch_rel_error": errors["torch"][0],
+                    "torch_max_rel_error": errors["torch"][1]}
+        del ref
+    del result
+    ours_ms = median_event_ms(ours_fn, repeat, gp.Event, batch)
+    torch_ms = median_event_ms(torch_fn, repeat, torch_event, batch)
+    torch_ms = min(torch_ms, median_event_ms(torch_fn, repeat, torch_event, batch))
+    ours_ms = min(ours_ms, median_event_ms(ours_fn, repeat, gp.Event, batch))
+    flops = 2.0 * m * n * k
+    return {
+        "kernel": kernel, "ours_ms": ours_ms, "torch_ms": torch_ms,
+        "ours_tflops": flops / ours_ms / 1e9, "torch_tflops": flops / torch_ms / 1e9,
+        "pct_of_cublas": 100.0 * torch_ms / ours_ms, **accuracy,
+    }
+
+
 def main() -> None:
     """Run every case --runs times and write the JSON report."""
     parser = argparse.ArgumentParser()
@@ -201,17 +312,24 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the 8192³ cases")
     parser.add_argument("--sweep", action="store_true",
                         help="issue 13's shape sweep instead (M x N=K, float16/bfloat16)")
+    parser.add_argument("--fp8", action="store_true",
+                        help="FP8 e4m3 products against torch._scaled_mm instead")
     parser.add_argument("--out", type=Path, required=True)
     add_runs_argument(parser)
     args = parser.parse_args()
     require_commit()
     assert gp.backend() == "cuda", "the benchmark needs the CUDA backend"
 
-    todo = sweep_cases() if args.sweep else cases(args.quick)
-    per_run = repeat_runs(args.runs, lambda i: [run_case(case, args.repeat, args.batch, i == 0)
+    todo = (fp8_cases(args.quick) if args.fp8 else sweep_cases() if args.sweep
+            else cases(args.quick))
+    one = run_fp8_case if args.fp8 else run_case
+    per_run = repeat_runs(args.runs, lambda i: [one(case, args.repeat, args.batch, i == 0)
                                                  for case in todo])
     torch.backends.cuda.matmul.allow_tf32 = False
-    accuracy_keys = ("rel_error", "tolerance", "finite", "accurate", "torch_rel_error")
+    accuracy_keys: tuple[str, ...] = ("rel_error", "tolerance", "finite", "accurate",
+                                      "torch_rel_error")
+    if args.fp8:
+        accuracy_keys += ("max_rel_error", "torch_max_rel_error")
     rows = []
     for i, case in enumerate(todo):
         timed = aggregate([{k: v for k, v in run[i].items() if k not in accuracy_keys}
@@ -231,7 +349,8 @@ def main() -> None:
             extra["device_time"] = device_times(args.runs)
         except (RuntimeError, ImportError, AttributeError) as exc:  # the sweep stands without it
             extra["device_time"] = {"error": f"{type(exc).__name__}: {exc}"}
-    report = report_head("matmul_sweep" if args.sweep else "matmul", args.runs,
+    name = "matmul_fp8" if args.fp8 else "matmul_sweep" if args.sweep else "matmul"
+    report = report_head(name, args.runs,
                          batch=args.batch, repeat=args.repeat, rows=rows, **extra)
     args.out.write_text(json.dumps(report, indent=2))
     print(f"matmul vs cuBLAS on {report['device']}, {args.runs} runs: median [min-max]")
@@ -242,8 +361,10 @@ def main() -> None:
         target = "-" if r["target"] is None else f"{r['target']}%"
         p = r["pct_of_cublas"]
         pct = f"{p['median']:6.1f} [{p['min']:5.1f}-{p['max']:5.1f}]"
+        torch_err = f" (torch {r['torch_rel_error']:.2e})" if args.fp8 else ""
         print(f"  {case:44} {r['ours_tflops']['median']:9.1f} {r['torch_tflops']['median']:8.1f} "
-              f"{pct:>21} {target:>6} {r['rel_error']:9.2e}  {r['verdict']:8} {r['kernel']}")
+              f"{pct:>21} {target:>6} {r['rel_error']:9.2e}{torch_err}  {r['verdict']:8} "
+              f"{r['kernel']}")
     for dtype, g in extra.get("geomean_pct_of_cublas", {}).items():
         print(f"  geometric mean {dtype}: {g['median']:.1f}% of cuBLAS "
               f"[{g['min']:.1f}-{g['max']:.1f}]")

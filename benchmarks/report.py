@@ -65,7 +65,7 @@ SLUGS = {"matmul": "matmul", "math": "math", "copy_cast": "copy-cast", "launch":
          "sort": "sort", "indexing": "indexing", "link_ab": "link-ab",
          "commit_ab": "commit-ab",
          "dask": "dask", "bench_spill": "spill",
-         "matmul_sweep": "matmul-sweep", "nccl": "nccl"}
+         "matmul_sweep": "matmul-sweep", "nccl": "nccl", "matmul_fp8": "matmul-fp8"}
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TIMES, DASH = "\u00d7", "\u2013"  # the multiplication sign and the en dash of the tables
 
@@ -652,6 +652,29 @@ def render_small_ops(doc: Doc) -> str:
     return "\n".join(lines)
 
 
+def render_matmul_fp8(doc: Doc) -> str:
+    """FP8 e4m3 ``linear`` against ``torch._scaled_mm`` (bench_matmul.py --fp8)."""
+    rows, met, targets = [], 0, 0
+    for i, r, pct in matmul_rows(doc):
+        scales = "row-wise" if r["layout"] == "fp8_row" else "per-tensor"
+        v = matmul_verdict(doc, r, pct)
+        if r["target"] is not None:
+            targets += 1
+            met += v == "met"
+        rows.append([f"e4m3 {scales} {r['m']}\u00d7{r['n']}\u00d7{r['k']}",
+                     cell(doc.fig(r["ours_tflops"], f"rows[{i}].ours_tflops"), 1),
+                     cell(doc.fig(r["torch_tflops"], f"rows[{i}].torch_tflops"), 1),
+                     ratio_cell(pct, better="higher", digits=1, unit="%", parity=100.0),
+                     "\u2014" if r["target"] is None else f"\u2265 {r['target']}%", v,
+                     f"{once(r['rel_error']):.1e} / {once(r['torch_rel_error']):.1e}",
+                     f"{once(r['max_rel_error']):.1e} / {once(r['torch_max_rel_error']):.1e}",
+                     kernel_name(r["kernel"])])
+    return "\n".join([source_line(doc), "", table(
+        ["case", "ours TFLOP/s", "torch TFLOP/s", "% of torch._scaled_mm", "target", "",
+         "rel. error (ours / torch)", "max error / max abs. ref. (ours / torch)", "kernel"],
+        "lrrrrllll", rows), "", f"Targets met in every run: {met} of {targets}."])
+
+
 def render_matmul_sweep(doc: Doc) -> str:
     lines = [render_matmul(doc), ""]
     for dtype, g in doc.get("geomean_pct_of_cublas").items():
@@ -762,6 +785,7 @@ RESULTS_BLOCKS: dict[str, Callable[[Doc], str]] = {
     "commit-ab": render_ab,  # the same A/B of two commits (ab_link.py --name commit_ab)
     "dask": render_dask,
     "matmul-sweep": render_matmul_sweep,
+    "matmul-fp8": render_matmul_fp8,
     "nccl": render_nccl,
     "spill": render_spill,
 }

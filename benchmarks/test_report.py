@@ -187,7 +187,28 @@ def current_files() -> dict[str, dict[str, Any]]:
         body = {k: v for k, v in legacy(name).items() if k not in STRIP}  # measured files
         files[name.replace("h100", "h200")] = {**head(benchmark, 3), **body}
     files["spill-h200.json"] = spill_file()
+    files["matmul-fp8-h200.json"] = fp8_file()
     return files
+
+
+def fp8_file() -> dict[str, Any]:
+    """bench_matmul.py --fp8's shape: e4m3 ``linear`` rows against torch._scaled_mm, 3 runs."""
+    rng = random.Random(8)
+    rows = []
+    for m, n, k, layout, target, pct in ((8192, 8192, 8192, "fp8_tensor", 95, 101.0),
+                                         (1, 14336, 4096, "fp8_tensor", 90, 96.0),
+                                         (8192, 8192, 8192, "fp8_row", None, 99.0)):
+        ms = 2.0 * m * n * k / 1.2e15 * 1e3
+        rows.append({"dtype": "float8_e4m3fn", "precision": None, "m": m, "n": n, "k": k,
+                     "layout": layout, "target": target, "label": "float8_e4m3fn",
+                     "kernel": "sm90_fp8_e4e4_128x256x128_c2x1_coop_bf16", "ours_ms": ms,
+                     "torch_ms": ms * pct / 100, "ours_tflops": 1200.0,
+                     "torch_tflops": 1200.0 * 100 / pct, "pct_of_cublas": pct})
+    body = _runs.aggregate([jitter(copy.deepcopy({"rows": rows}), rng, 0.01) for _ in range(3)])
+    for row in body["rows"]:
+        row.update(rel_error=2.1e-3, max_rel_error=9.0e-3, tolerance=1e-2, finite=True,
+                   accurate=True, torch_rel_error=2.1e-3, torch_max_rel_error=9.0e-3)
+    return {**head("matmul_fp8", 3), **body}
 
 
 def nccl_file() -> dict[str, Any]:

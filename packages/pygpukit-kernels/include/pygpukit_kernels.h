@@ -460,6 +460,58 @@ PGK_API int pgk_unravel_index(const int64_t* flat, int64_t count, int ndim, cons
                               int mode, int64_t* out, int64_t out_stride_dim,
                               int64_t out_stride_i, int64_t* error, void* stream);
 
+/* ---- FP8: float8_e4m3fn / float8_e5m2 (fp8.cu, gemm/sm90_fp8_*.cu) ----
+ *
+ * Storage dtypes: one byte per element (OCP FP8: E4M3 without infinities, max 448, one NaN
+ * pattern per sign; E5M2 with infinities, max 57344).  Only pgk_fp8_cast and pgk_gemm_fp8 take
+ * these codes; every other launcher rejects them (a same-dtype copy of FP8 data is a uint8 copy).
+ */
+enum { PGK_FLOAT8_E4M3FN = 10, PGK_FLOAT8_E5M2 = 11 };
+
+/* dst[i] = convert(src[i]) over n contiguous elements; one side FP8, the other FP8 or float16,
+ * bfloat16, float32, float64.  Conversions round to nearest even.  To FP8: without a scale the
+ * value converts directly (a float64 source with one rounding); with a scale, dst = fp8(x / s)
+ * computed in float32 (x rounded to float32 first).  saturate = 0: overflow gives NaN for E4M3
+ * (it has no infinity) and +-inf for E5M2, as torch's and ml_dtypes' casts; saturate = 1: finite
+ * values and infinities clamp to +-max, NaN stays NaN.  From FP8 (exact widening): dst =
+ * out(f * s) with the product in float32, or the exact value without a scale.  scale: NULL,
+ * one float32 in device memory (row_len 0), or one per row of row_len elements (scale[i /
+ * row_len]; n a multiple of row_len).  cudaErrorInvalidValue (1) for bad arguments. */
+PGK_API int pgk_fp8_cast(const void* src, int src_dtype, void* dst, int dst_dtype, int64_t n,
+                         const float* scale, int64_t row_len, int saturate, void* stream);
+
+/* C = act(A @ B^T * sa[m] * sb[n] + bias[n]) with A (m, k) and B (n, k) FP8, both row-major
+ * (unit stride along k: FP8 tensor cores read K-major operands only), float32 accumulation,
+ * C row-major (m, n) of out_dtype (PGK_BFLOAT16, PGK_FLOAT16 or PGK_FLOAT32).  scale_a: one
+ * float32 (scale_a_per_row 0) or m of them (1); scale_b: one (scale_b_per_col 0) or n (1); NULL
+ * = 1.  bias: NULL or n contiguous elements of out_dtype.  Pairs: e4m3 x e4m3, e4m3 x e5m2,
+ * e5m2 x e4m3.  Runs on compute capability 9.0 (sm_90a TMA/WGMMA kernels) when the build has
+ * them; elsewhere, for an e5m2 x e5m2 pair, and for operands TMA cannot read (pointers, lda,
+ * ldb or ldc*sizeof(out) not multiples of 16 bytes) it returns cudaErrorNotSupported (801)
+ * without launching anything.  cudaErrorInvalidValue (1) for malformed descriptors. */
+typedef struct pgk_gemm_fp8_desc {
+  int64_t m, n, k;
+  int32_t a_dtype, b_dtype, out_dtype, activation;
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  void* c;
+  int64_t ldc;
+  const float* scale_a;
+  const float* scale_b;
+  int32_t scale_a_per_row, scale_b_per_col;
+  const void* bias;
+} pgk_gemm_fp8_desc;
+
+PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* desc, void* stream);
+/* Test hook (benchmarks, configuration probes): 0 = choose the kernel by shape (default); 1, 2,
+ * 3 = always the "l" (128x256 cooperative, cluster 2x1), "m" (128x128 ping-pong) or "s"
+ * (64x64 ping-pong on C^T = B^T A^T) e4m3 x e4m3 kernel.  Process-wide.  Returns
+ * cudaErrorInvalidValue for another value, and cudaErrorNotSupported in a build without the
+ * sm_90a kernels. */
+PGK_API int pgk_gemm_fp8_force_config(int config);
+
 #ifdef __cplusplus
 }
 #endif

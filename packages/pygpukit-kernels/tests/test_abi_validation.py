@@ -264,3 +264,51 @@ def test_random_choice_rejects_bad_arguments(lib: ctypes.CDLL) -> None:
     assert lib.pgk_random_choice(FAKE, 4, None, 3, 2, 1, 0, 0, None) == INVALID
     assert lib.pgk_random_choice(FAKE + 4, 4, FAKE, 3, 2, 1, 0, 0, None) == INVALID
     assert lib.pgk_random_choice(None, 0, None, 3, 2, 1, 0, 0, None) == 0
+
+
+# ---- FP8: pgk_fp8_cast, pgk_gemm_fp8 ----
+E4M3, E5M2 = int(pk.DType.FLOAT8_E4M3FN), int(pk.DType.FLOAT8_E5M2)
+
+
+@pytest.mark.parametrize("args", [
+    (FAKE, 8, FAKE, 8, 4, None, 0, 0),  # neither side FP8
+    (FAKE, 4, FAKE, E4M3, 4, None, 0, 0),  # int32 -> FP8: through float32 in pygpukit
+    (FAKE, E4M3, FAKE, 1, 4, None, 0, 0),  # FP8 -> int8
+    (FAKE, 8, FAKE, E4M3, -1, None, 0, 0),  # negative count
+    (FAKE, 8, FAKE, E4M3, 4, None, 0, 2),  # saturate not 0/1
+    (FAKE, 8, FAKE, E4M3, 6, FAKE, 4, 1),  # n not a multiple of row_len
+    (FAKE, 8, FAKE, E4M3, 8, None, 4, 1),  # per-row without a scale
+    (None, 8, FAKE, E4M3, 4, None, 0, 0),
+    (FAKE + 2, 8, FAKE, E4M3, 4, None, 0, 0),  # float32 source not aligned
+], ids=repr)
+def test_fp8_cast_rejects_bad_arguments(lib: ctypes.CDLL, args: tuple[Any, ...]) -> None:
+    assert lib.pgk_fp8_cast(*args, None) == INVALID
+
+
+def test_fp8_cast_of_nothing_does_nothing(lib: ctypes.CDLL) -> None:
+    assert lib.pgk_fp8_cast(None, 8, None, E5M2, 0, None, 0, 0, None) == 0
+
+
+def fp8_desc(**changes: Any) -> pk.Fp8GemmDesc:
+    fields: dict[str, Any] = dict(m=8, n=8, k=32, a_dtype=E4M3, b_dtype=E4M3,
+                                  out_dtype=int(pk.DType.BFLOAT16), activation=0, a=FAKE, lda=32,
+                                  b=FAKE, ldb=32, c=FAKE, ldc=8, scale_a=None, scale_b=None,
+                                  scale_a_per_row=0, scale_b_per_col=0, bias=None)
+    fields.update(changes)
+    return pk.Fp8GemmDesc(**fields)
+
+
+@pytest.mark.parametrize("changes", [
+    {"a_dtype": 8}, {"b_dtype": int(pk.DType.BFLOAT16)}, {"out_dtype": 9}, {"out_dtype": E4M3},
+    {"activation": 4}, {"m": 0}, {"k": 2**31}, {"a": None}, {"c": None},
+    {"lda": 16}, {"ldb": 31}, {"ldc": 7}, {"bias": FAKE + 1}, {"scale_a": FAKE + 2},
+    {"scale_a_per_row": 1}, {"scale_b_per_col": 1}, {"scale_b_per_col": 2},
+], ids=repr)
+def test_gemm_fp8_rejects_bad_descriptors(lib: ctypes.CDLL, changes: dict[str, Any]) -> None:
+    assert lib.pgk_gemm_fp8(ctypes.byref(fp8_desc(**changes)), None) == INVALID
+
+
+def test_gemm_fp8_rejects_null_descriptor_and_bad_config(lib: ctypes.CDLL) -> None:
+    assert lib.pgk_gemm_fp8(None, None) == INVALID
+    assert lib.pgk_gemm_fp8_force_config(4) == INVALID
+    assert lib.pgk_gemm_fp8_force_config(-1) == INVALID

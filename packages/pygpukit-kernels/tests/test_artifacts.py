@@ -84,7 +84,8 @@ def test_header_declares_every_exported_launcher() -> None:
                    "pgk_index_gather", "pgk_index_scatter", "pgk_index_add",
                    "pgk_index_add_workspace_size", "pgk_select_flagged",
                    "pgk_select_flagged_workspace_size", "pgk_unravel_index",
-                   "pgk_count_flags"):
+                   "pgk_count_flags", "pgk_fp8_cast", "pgk_gemm_fp8",
+                   "pgk_gemm_fp8_force_config"):
         assert f"{symbol}(" in header
     assert f"#define PGK_INDEX_MAX {pk.INDEX_MAX}" in header
 
@@ -92,10 +93,13 @@ def test_header_declares_every_exported_launcher() -> None:
 def test_header_dtype_codes_match_python() -> None:
     header = pk.header_path().read_text()
     found = {m[0].lower(): int(m[1]) for m in re.findall(r"PGK_([A-Z0-9]+) = (\d+)", header)}
+    # The FP8 storage dtypes (their own enum block: names with an underscore).
+    found.update({m[0].lower(): int(m[1])
+                  for m in re.findall(r"PGK_(FLOAT8_[A-Z0-9]+) = (\d+)", header)})
     assert found == pk.DTYPE_CODES
     assert pk.DTYPE_CODES == {"bool": 0, "int8": 1, "uint8": 2, "int16": 3, "int32": 4,
                               "int64": 5, "float16": 6, "bfloat16": 7, "float32": 8,
-                              "float64": 9}
+                              "float64": 9, "float8_e4m3fn": 10, "float8_e5m2": 11}
     assert pk.DType.BFLOAT16 == 7
 
 

@@ -50,7 +50,7 @@ def check(got: Any, expected: Any, tol: float | None = None) -> None:
 def test_names_and_dtype_normalization() -> None:
     assert gp.complex64 == C64 and gp.complex128 == C128
     assert gp.COMPLEX_DTYPES == (C64, C128)
-    assert set(gp.ALL_DTYPES) == set(gp.SUPPORTED_DTYPES) | {C64, C128}
+    assert set(gp.ALL_DTYPES) == set(gp.SUPPORTED_DTYPES) | {C64, C128} | set(gp.FP8_DTYPES)
     assert C64 not in gp.SUPPORTED_DTYPES  # the real dtypes: the ones with kernels
     spelling: Any
     for spelling in ("complex64", np.complex64, C64, "complex", "c8"):

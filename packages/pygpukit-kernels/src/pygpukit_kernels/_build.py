@@ -31,6 +31,9 @@ class DType(enum.IntEnum):
     BFLOAT16 = 7
     FLOAT32 = 8
     FLOAT64 = 9
+    # FP8 storage dtypes: only pgk_fp8_cast and pgk_gemm_fp8 take them.
+    FLOAT8_E4M3FN = 10
+    FLOAT8_E5M2 = 11
 
 
 class BinaryOp(enum.IntEnum):
@@ -240,6 +243,40 @@ _LAUNCHERS.update({
     # desc, workspace, workspace_bytes, stream
     "pgk_gemm": [_GEMM_DESC_P, _VP, ctypes.c_uint64, _VP],
 })
+
+
+
+# ---- FP8 (float8_e4m3fn / float8_e5m2): scaled casts and the FP8 product --------------------
+class Fp8GemmDesc(ctypes.Structure):
+    """``pgk_gemm_fp8_desc``: ``C = act(A @ B^T * scale_a * scale_b + bias)`` for ``pgk_gemm_fp8``.
+
+    A (m, k) and B (n, k) FP8, both row-major (strides in elements); C row-major (m, n) of
+    ``out_dtype``; scales float32 (one value, or one per row of A / per row of B when the
+    ``*_per_*`` flag is 1).  See ``include/pygpukit_kernels.h``.
+    """
+
+    _fields_ = [
+        ("m", ctypes.c_int64), ("n", ctypes.c_int64), ("k", ctypes.c_int64),
+        ("a_dtype", ctypes.c_int32), ("b_dtype", ctypes.c_int32),
+        ("out_dtype", ctypes.c_int32), ("activation", ctypes.c_int32),
+        ("a", ctypes.c_void_p), ("lda", ctypes.c_int64),
+        ("b", ctypes.c_void_p), ("ldb", ctypes.c_int64),
+        ("c", ctypes.c_void_p), ("ldc", ctypes.c_int64),
+        ("scale_a", ctypes.c_void_p), ("scale_b", ctypes.c_void_p),
+        ("scale_a_per_row", ctypes.c_int32), ("scale_b_per_col", ctypes.c_int32),
+        ("bias", ctypes.c_void_p),
+    ]
+
+
+_LAUNCHERS.update({
+    # src, src_dtype, dst, dst_dtype, n, scale, row_len, saturate, stream
+    "pgk_fp8_cast": [_VP, _INT, _VP, _INT, _I64, _VP, _I64, _INT, _VP],
+    # desc, stream
+    "pgk_gemm_fp8": [ctypes.POINTER(Fp8GemmDesc), _VP],
+    # config (test hook)
+    "pgk_gemm_fp8_force_config": [_INT],
+})
+# ---- end FP8 ------------------------------------------------------------------------------------
 
 
 class SortFlag(enum.IntFlag):

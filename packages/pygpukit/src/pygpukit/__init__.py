@@ -48,11 +48,14 @@ from pygpukit._dlpack import from_dlpack  # noqa: E402
 from pygpukit._dtypes import (  # noqa: E402
     ALL_DTYPES,
     COMPLEX_DTYPES,
+    FP8_DTYPES,
     SUPPORTED_DTYPES,
     bfloat16,
     bool_,
     complex64,
     complex128,
+    float8_e4m3fn,
+    float8_e5m2,
     float16,
     float32,
     float64,
@@ -71,6 +74,7 @@ from pygpukit._errors import (  # noqa: E402
     PartitionMemoryError,
     PyGPUkitError,
 )
+from pygpukit._fp8 import FP8_MAX, dequantize_fp8, quantize_fp8  # noqa: E402
 from pygpukit._graph import Graph, graph  # noqa: E402
 from pygpukit._indexing import *  # noqa: E402,F403
 from pygpukit._jit import BoundLaunch, JITKernel, JITModule, jit  # noqa: E402
@@ -176,6 +180,7 @@ __all__ = [
     "concat", "count_nonzero", "einsum", "finfo", "iinfo", "isdtype", "linalg", "meshgrid",
     "moveaxis", "permute_dims", "result_type", "unstack",
     "SUPPORTED_DTYPES", "COMPLEX_DTYPES", "ALL_DTYPES", "complex64", "complex128",
+    "FP8_DTYPES", "FP8_MAX", "float8_e4m3fn", "float8_e5m2", "quantize_fp8", "dequantize_fp8",
     "angle", "conj", "conjugate", "imag", "iscomplexobj", "real",
     "AdmissionError",
     "BackendUnavailableError",

@@ -61,6 +61,8 @@ class _Hooks:
     device_tuple: Callable[[GPUArray], tuple[int, int]]
     cuda_array_interface: Callable[[GPUArray], dict[str, Any]]
     matmul: Callable[..., GPUArray]
+    # ``dst[...] = src`` where one side is FP8 and the dtypes differ (pygpukit._fp8)
+    fp8_cast_into: Callable[[GPUArray, GPUArray], None]
     binary: Callable[..., GPUArray]
     small_binary: Callable[[str, Any, Any], GPUArray | None]
     unary: Callable[[str, GPUArray], GPUArray]

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import ml_dtypes
 import numpy as np
 
 from pygpukit import _cpu_indexing, _philox
@@ -328,6 +329,37 @@ class CpuRuntime:
         """The CPU simulation runs NumPy's matmul."""
         return "numpy.matmul"
 
+    # -- FP8 (pygpukit._fp8): the kernels' definitions (fp8.cu), in NumPy / ml_dtypes ----------
+    @_recordable
+    def fp8_cast(self, src: GPUArray, dst: GPUArray, scale: GPUArray | None, row_len: int,
+                 saturate: bool, stream: Stream) -> None:
+        """``pgk_fp8_cast`` over contiguous arrays (see :mod:`pygpukit._fp8`)."""
+        with np.errstate(all="ignore"):
+            np.copyto(host_view(dst), _fp8_cast(host_view(src), dst.dtype,
+                                                None if scale is None else host_view(scale),
+                                                row_len, saturate).reshape(dst.shape))
+
+    @_recordable
+    def gemm_fp8(self, a: GPUArray, b: GPUArray, c: GPUArray, scale_a: GPUArray | None,
+                 scale_a_per_row: bool, scale_b: GPUArray | None, scale_b_per_col: bool,
+                 bias: GPUArray | None, activation: int, stream: Stream) -> None:
+        """``pgk_gemm_fp8``: ``c = act(a @ b.T * sa * sb + bias)``, here in float64."""
+        f64 = np.dtype(np.float64)
+        with np.errstate(all="ignore"):
+            result = host_view(a).astype(f64) @ host_view(b).astype(f64).T
+            if scale_a is not None:
+                sa = host_view(scale_a).astype(f64)
+                result *= sa.reshape(-1, 1) if scale_a_per_row else sa.reshape(())
+            if scale_b is not None:
+                sb = host_view(scale_b).astype(f64)
+                result *= sb.reshape(1, -1) if scale_b_per_col else sb.reshape(())
+            if bias is not None:
+                result += host_view(bias).astype(f64)
+            if activation:
+                result = _ACTIVATIONS[activation](result)
+            view = host_view(c)
+            np.copyto(view[:, :result.shape[1]], result.astype(c.dtype))
+
     @_recordable
     def where(self, cond: GPUArray, a: GPUArray | None, b: GPUArray | None, a_scalar: Any,
               b_scalar: Any, out: GPUArray, compute: np.dtype[Any], stream: Stream) -> None:
@@ -477,6 +509,34 @@ class CpuRuntime:
     @_recordable
     def count_flags(self, flags: GPUArray, out: GPUArray, stream: Stream) -> None:
         _cpu_indexing.count(flags, out)
+
+
+_FP8_MAX = {np.dtype(ml_dtypes.float8_e4m3fn): 448.0, np.dtype(ml_dtypes.float8_e5m2): 57344.0}
+
+
+def _fp8_cast(x: np.ndarray[Any, Any], target: np.dtype[Any], scale: np.ndarray[Any, Any] | None,
+              row_len: int, saturate: bool) -> np.ndarray[Any, Any]:
+    """The FP8 conversion kernel's definition (fp8.cu) on a flat contiguous array."""
+    f32 = np.dtype(np.float32)
+    flat = x.reshape(-1)
+    s: Any = None
+    if scale is not None:
+        s = scale.reshape(-1).astype(f32)
+        s = np.repeat(s, row_len) if row_len else s[0]
+    if target in _FP8_MAX:
+        if scale is None and flat.dtype == np.float64:
+            v = flat  # one rounding, from the double
+        else:
+            v = flat.astype(f32)
+            if s is not None:
+                v = v / s
+        if saturate:
+            v = np.clip(v, -_FP8_MAX[target], _FP8_MAX[target])
+        return np.asarray(v.astype(target))
+    v = flat.astype(f32)
+    if s is not None:
+        v = v * s
+    return np.asarray(v.astype(target))
 
 
 def _gemm(a: GPUArray, b: GPUArray, c: GPUArray, bias: GPUArray | None, activation: int) -> None:

@@ -23,7 +23,7 @@ import pygpukit_kernels
 from pygpukit import _cuda_indexing
 from pygpukit._allocator import CachingAllocator
 from pygpukit._context import refuse_in_capture
-from pygpukit._dtypes import kernel_code
+from pygpukit._dtypes import FP8_CODES, is_fp8, kernel_code
 from pygpukit._errors import KernelLaunchError
 from pygpukit._stream import Stream
 
@@ -53,6 +53,9 @@ class _Kernels:
         self.random = lib.pgk_random
         self.random_integers = lib.pgk_random_integers
         self.random_choice = lib.pgk_random_choice
+        # FP8 (absent from a library older than the FP8 kernels: the calls then say so)
+        self.fp8_cast = getattr(lib, "pgk_fp8_cast", None)
+        self.gemm_fp8 = getattr(lib, "pgk_gemm_fp8", None)
 
     def check(self, kernel: str, status: int) -> None:
         """Raise :class:`KernelLaunchError` for a non-zero status from a launcher."""
@@ -260,12 +263,72 @@ class CudaRuntime:
                 and src._rt is self):
             drv.memcpy_dtod_async(_ptr(dst), _ptr(src), dst.nbytes, stream.launch_handle())
             return
+        if src.dtype == dst.dtype and is_fp8(src.dtype):  # FP8 copies move bytes
+            src_code = dst_code = int(pygpukit_kernels.DType.UINT8)
+        else:
+            src_code, dst_code = kernel_code(src.dtype), kernel_code(dst.dtype)
         status = self.kernels.copy(
-            _ptr(src), kernel_code(src.dtype), _i64(src.strides),
-            _ptr(dst), kernel_code(dst.dtype), _i64(dst.strides),
+            _ptr(src), src_code, _i64(src.strides),
+            _ptr(dst), dst_code, _i64(dst.strides),
             dst.ndim, _i64(dst.shape), stream.launch_handle(),
         )
         self.kernels.check("pgk_copy", status)
+
+    # -- FP8 (pygpukit._fp8) ----------------------------------------------------------------------
+    def _fp8_entry(self, name: str) -> Any:
+        fn = getattr(self.kernels, name)
+        if fn is None:
+            raise NotImplementedError(
+                f"FP8: the installed pygpukit-kernels library has no pgk_{name} (built before "
+                "the FP8 kernels); install the pygpukit-kernels version pygpukit requires")
+        return fn
+
+    def fp8_cast(self, src: GPUArray, dst: GPUArray, scale: GPUArray | None, row_len: int,
+                 saturate: bool, stream: Stream) -> None:
+        """``pgk_fp8_cast`` over contiguous ``src`` / ``dst`` (one of them FP8)."""
+        self.activate()
+        fn = self._fp8_entry("fp8_cast")
+        status = fn(_ptr(src), _any_code(src.dtype), _ptr(dst), _any_code(dst.dtype), dst.size,
+                    _ptr(scale) if scale is not None else None, row_len, int(saturate),
+                    stream.launch_handle())
+        self.kernels.check("pgk_fp8_cast", status)
+
+    def gemm_fp8(self, a: GPUArray, b: GPUArray, c: GPUArray, scale_a: GPUArray | None,
+                 scale_a_per_row: bool, scale_b: GPUArray | None, scale_b_per_col: bool,
+                 bias: GPUArray | None, activation: int, stream: Stream) -> None:
+        """``pgk_gemm_fp8``: ``c = act(a @ b.T * sa * sb + bias)``, a (M, K), b (N, K), c (M, >=N).
+
+        ``a`` and ``b`` have unit stride along K and 16-byte aligned rows (pygpukit._fp8 lays
+        them out so).
+        """
+        self.activate()
+        fn = self._fp8_entry("gemm_fp8")
+        m, k = a.shape
+        n = b.shape[0]
+        try:
+            desc, buffer = _gemm_tls.fp8_desc
+        except AttributeError:
+            buffer = bytearray(_FP8_FORMAT.size)
+            desc = pygpukit_kernels.Fp8GemmDesc.from_buffer(buffer)
+            _gemm_tls.fp8_desc = desc, buffer
+        _FP8_FORMAT.pack_into(
+            buffer, 0, m, n, k, _any_code(a.dtype), _any_code(b.dtype), kernel_code(c.dtype),
+            activation, _ptr(a), a.strides[0] if m > 1 else k, _ptr(b),
+            b.strides[0] if n > 1 else k, _ptr(c),
+            c.strides[0] // c.itemsize if m > 1 else c.shape[1],
+            _ptr(scale_a) if scale_a is not None else 0,
+            _ptr(scale_b) if scale_b is not None else 0, int(scale_a_per_row),
+            int(scale_b_per_col), _ptr(bias) if bias is not None else 0)
+        d = desc
+        status = fn(ctypes.byref(d), stream.launch_handle())
+        if status == _CUDA_ERROR_NOT_SUPPORTED:
+            major, minor = self.compute_capability
+            raise NotImplementedError(
+                f"matmul: no FP8 kernel of this build runs this product on {self.describe()} "
+                f"(compute capability {major}.{minor}; {a.dtype.name} x {b.dtype.name} -> "
+                f"{c.dtype.name}); the FP8 kernels are built for compute capability 9.0 "
+                "(sm_90a) only")
+        self.kernels.check("pgk_gemm_fp8", status)
 
     def fill(self, dst: GPUArray, value: Any, stream: Stream) -> None:
         """Set every element of ``dst`` (any strides) to ``value``."""
@@ -579,6 +642,17 @@ class CudaRuntime:
 # The calls that really cannot be captured (host reads, synchronizations, uploads, copies
 # between devices) are refused before they reach the driver (_context.refuse_in_capture).
 _CAPTURE_MODE_RELAXED = 2
+
+_CUDA_ERROR_NOT_SUPPORTED = 801
+# pgk_gemm_fp8_desc packed by struct, as pgk_gemm_desc below.
+_FP8_FORMAT = struct.Struct("=3q4iQqQqQqQQ2iQ")
+assert _FP8_FORMAT.size == ctypes.sizeof(pygpukit_kernels.Fp8GemmDesc)
+
+
+def _any_code(dtype: np.dtype[Any]) -> int:
+    """The C ABI code of a real or FP8 dtype."""
+    return FP8_CODES[dtype] if is_fp8(dtype) else kernel_code(dtype)
+
 
 # pgk_gemm_desc packed by struct (far cheaper than setting ctypes fields one by one).
 _GEMM_FORMAT = struct.Struct("=4q4iQqqQqqQqqQ")  # pointers as uint64 (x86-64, aarch64)

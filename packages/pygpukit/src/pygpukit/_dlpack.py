@@ -21,6 +21,9 @@ from pygpukit._dtypes import normalize_dtype
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
 _KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BFLOAT, _KDL_COMPLEX, _KDL_BOOL = 0, 1, 2, 4, 5, 6
+# DLPack 1.1's FP8 codes (kDLFloat8_e4m3fn, kDLFloat8_e5m2), as torch exports its FP8 tensors.
+_KDL_FP8: dict[int, np.dtype[Any]] = {10: np.dtype(ml_dtypes.float8_e4m3fn),
+                                      12: np.dtype(ml_dtypes.float8_e5m2)}
 _FLAG_READ_ONLY = 1
 
 
@@ -119,6 +122,9 @@ def _dl_dtype(dtype: np.dtype[Any]) -> _DLDataType:
         return _DLDataType(_KDL_BOOL, 8, 1)
     if dtype == np.dtype(ml_dtypes.bfloat16):
         return _DLDataType(_KDL_BFLOAT, 16, 1)
+    for fp8_code, fp8 in _KDL_FP8.items():
+        if dtype == fp8:
+            return _DLDataType(fp8_code, 8, 1)
     code = {"i": _KDL_INT, "u": _KDL_UINT, "f": _KDL_FLOAT, "c": _KDL_COMPLEX}[dtype.kind]
     return _DLDataType(code, dtype.itemsize * 8, 1)
 
@@ -131,6 +137,8 @@ def _np_dtype(dl: _DLDataType) -> np.dtype[Any]:
     if dl.code == _KDL_BFLOAT and dl.bits == 16:
         bf16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
         return bf16
+    if dl.code in _KDL_FP8 and dl.bits == 8:
+        return _KDL_FP8[dl.code]
     kinds = {_KDL_INT: "i", _KDL_UINT: "u", _KDL_FLOAT: "f", _KDL_COMPLEX: "c"}
     if dl.code not in kinds:
         raise TypeError(f"DLPack dtype code {dl.code} is not supported")
@@ -304,6 +312,8 @@ def cuda_array_interface(array: GPUArray) -> dict[str, Any]:
         raise AttributeError("__cuda_array_interface__ exists on the CUDA backend only")
     if array.dtype == np.dtype(ml_dtypes.bfloat16):
         raise AttributeError("bfloat16 has no CUDA Array Interface typestr; use DLPack")
+    if array.dtype in _KDL_FP8.values():
+        raise AttributeError(f"{array.dtype.name} has no CUDA Array Interface typestr; use DLPack")
     # The consumer may keep the pointer as long as it holds the array: it stays on the device.
     _spill.pin_for_good(array, "exported through __cuda_array_interface__")
     handle = array._block.writer.handle

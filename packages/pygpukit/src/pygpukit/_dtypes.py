@@ -26,13 +26,21 @@ float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
+#: FP8 storage dtypes (ml_dtypes' types on the host): OCP E4M3 without infinities (max 448)
+#: and E5M2 (max 57344, with infinities).  Arrays of them are made, moved, viewed, copied and
+#: converted (``astype``, :func:`pygpukit.quantize_fp8`), and multiplied by the FP8 products
+#: (``matmul`` / ``linear`` with scales); no other kernel takes them (as in torch).
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+
 #: The real dtypes: each has a code in the kernels' C ABI and kernels of its own.
 SUPPORTED_DTYPES: tuple[np.dtype[Any], ...] = (
     bool_, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64,
 )
 COMPLEX_DTYPES: tuple[np.dtype[Any], ...] = (complex64, complex128)
-#: Every dtype an array may hold: the real ones and the complex ones.
-ALL_DTYPES: tuple[np.dtype[Any], ...] = SUPPORTED_DTYPES + COMPLEX_DTYPES
+FP8_DTYPES: tuple[np.dtype[Any], ...] = (float8_e4m3fn, float8_e5m2)
+#: Every dtype an array may hold: the real ones, the complex ones and the FP8 ones.
+ALL_DTYPES: tuple[np.dtype[Any], ...] = SUPPORTED_DTYPES + COMPLEX_DTYPES + FP8_DTYPES
 
 _ALIASES: dict[str, np.dtype[Any]] = {
     "bool": bool_,
@@ -46,6 +54,8 @@ _ALIASES: dict[str, np.dtype[Any]] = {
     "complex": complex64,
     "cfloat": complex64,
     "cdouble": complex128,
+    "fp8_e4m3": float8_e4m3fn,
+    "fp8_e5m2": float8_e5m2,
 }
 
 DTypeLike: TypeAlias = "np.dtype[Any] | type | str"
@@ -108,6 +118,8 @@ def kernel_code(dtype: np.dtype[Any]) -> int:
     except KeyError:
         if getattr(dtype, "kind", None) == "c":
             raise TypeError(complex_unsupported("this kernel", dtype)) from None
+        if dtype in FP8_DTYPES:
+            raise TypeError(fp8_unsupported("this operation", dtype)) from None
         raise
 
 
@@ -116,6 +128,23 @@ def complex_unsupported(what: str, dtype: np.dtype[Any]) -> str:
     return (f"{what}: not supported for complex dtype {dtype.name} (PyGPUkit composes complex "
             "arithmetic, reductions and matmul from its real kernels; this operation has no "
             "complex form)")
+
+
+#: The C ABI codes of the FP8 dtypes (``PGK_FLOAT8_*``), taken by the FP8 kernels only.
+FP8_CODES: dict[np.dtype[Any], int] = {dt: pygpukit_kernels.DTYPE_CODES[dt.name]
+                                       for dt in FP8_DTYPES}
+
+
+def is_fp8(dtype: object) -> bool:
+    """Whether ``dtype`` is one of the FP8 dtypes (float8_e4m3fn, float8_e5m2)."""
+    return dtype in FP8_DTYPES
+
+
+def fp8_unsupported(what: str, dtype: np.dtype[Any]) -> str:
+    """The message of an operation that takes no FP8 operand (``what`` names it)."""
+    return (f"{what}: not supported for {dtype.name} (FP8 arrays are storage: convert them "
+            "with astype() or pygpukit.dequantize_fp8() first; the FP8 products are "
+            "pygpukit.matmul / pygpukit.linear with scale arguments)")
 
 
 def is_complex(value: object) -> bool:

@@ -25,11 +25,13 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any, TypeVar, cast
 
+import ml_dtypes
 import numpy as np
 
 from pygpukit import _context, _small
 from pygpukit._array import GPUArray
 from pygpukit._dtypes import (
+    FP8_DTYPES,
     bfloat16,
     bool_,
     float16,
@@ -157,7 +159,7 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
     Python path reports it.  Complex dtypes (and Python complex scalars) have no kernels:
     their keys always take the Python path, which composes them (``pygpukit._complex``).
     """
-    if any(_is_complex_key(k) for k in (k0, k1, k2)):
+    if any(_is_complex_key(k) or _is_fp8_key(k) for k in (k0, k1, k2)):
         return None
     try:
         if kind in (Kind.BINARY, Kind.REFLECTED, Kind.INPLACE):
@@ -210,6 +212,18 @@ def planner(kind: int, name: str, rt: Any, k0: Any, k1: Any, k2: Any) -> dict[st
     except (TypeError, ValueError, KeyError, OverflowError):
         return None  # no loop, an unknown dtype...: the Python path raises
     return None
+
+
+def _is_fp8_key(key: Any) -> bool:
+    """Whether a plan key is (or names) an FP8 dtype: those take the Python path."""
+    if isinstance(key, np.dtype):
+        return key in FP8_DTYPES
+    if isinstance(key, str):
+        try:
+            return normalize_dtype(key) in FP8_DTYPES
+        except TypeError:
+            return False
+    return key in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
 
 
 def _is_complex_key(key: Any) -> bool:

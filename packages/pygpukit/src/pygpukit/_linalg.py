@@ -18,7 +18,7 @@ import numpy as np
 
 from pygpukit import _fastpath
 from pygpukit._array import GPUArray, hooks
-from pygpukit._dtypes import bfloat16, float16, float32, float64, kernel_code
+from pygpukit._dtypes import bfloat16, float16, float32, float64, is_fp8, kernel_code
 from pygpukit._fastpath import Kind, fast
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import _overlaps, check_same_device, copy_into, empty_on, touch
@@ -350,7 +350,8 @@ def _batch_strides(x: GPUArray, batch: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def matmul(a: Any, b: Any, *, out: GPUArray | None = None, precision: str | None = None,
-           use_tf32: bool | None = None) -> GPUArray:
+           use_tf32: bool | None = None, scale_a: GPUArray | None = None,
+           scale_b: GPUArray | None = None, out_dtype: Any = None) -> GPUArray:
     """Matrix product with NumPy's ``matmul`` semantics, enqueued on the current stream.
 
     Parameters
@@ -368,6 +369,17 @@ def matmul(a: Any, b: Any, *, out: GPUArray | None = None, precision: str | None
         :func:`set_matmul_precision`'s choice, initially ``"highest"``).
     use_tf32
         The seed API's spelling: ``True`` is ``precision="tf32"``.
+    scale_a, scale_b, out_dtype
+        FP8 products only (``a`` and ``b`` float8_e4m3fn / float8_e5m2, 2-D; e5m2 x e5m2 is
+        refused, as by ``torch._scaled_mm``): ``out_dtype(a @ b * scale_a * scale_b)`` with
+        float32 accumulation.  ``scale_a``: float32, one element (per tensor) or shape (M, 1)
+        (per row); ``scale_b``: one element or (1, N) (per column); None = 1.  ``out_dtype``:
+        bfloat16 (default), float16 or float32.  The FP8 tensor cores read ``b`` K-major:
+        ``b`` should be a transposed view of an (N, K) row-major matrix (``w.T``), as for
+        ``torch._scaled_mm``; a row-major (K, N) ``b`` is first transposed into a temporary
+        (one extra read and write of ``b``).  Needs a Hopper GPU (compute capability 9.0;
+        NotImplementedError elsewhere, naming the device); the CPU simulation computes in
+        float64.  See :mod:`pygpukit._fp8`.
 
     Returns
     -------
@@ -386,6 +398,9 @@ def matmul(a: Any, b: Any, *, out: GPUArray | None = None, precision: str | None
     """
     a = _check_array(a, "matmul", "a")
     b = _check_array(b, "matmul", "b")
+    if (is_fp8(a.dtype) or is_fp8(b.dtype) or scale_a is not None or scale_b is not None
+            or out_dtype is not None):
+        return _fp8_matmul(a, b, scale_a, scale_b, out_dtype, out)
     if a.dtype.kind == "c" or b.dtype.kind == "c":  # real GEMMs on the parts
         return hooks.complex.matmul(a, b, out, _call_precision(precision, use_tf32))
     if a.dtype.kind in "biu" and b.dtype.kind in "biu":  # no GEMM: a broadcast multiply-sum
@@ -398,7 +413,8 @@ def matmul(a: Any, b: Any, *, out: GPUArray | None = None, precision: str | None
 
 
 def linear(x: Any, weight: Any, bias: Any = None, activation: str | None = None, *,
-           precision: str | None = None) -> GPUArray:
+           precision: str | None = None, scale_x: GPUArray | None = None,
+           scale_weight: GPUArray | None = None, out_dtype: Any = None) -> GPUArray:
     """``activation(x @ weight.T + bias)`` with bias and activation fused into the GEMM.
 
     Parameters
@@ -413,6 +429,14 @@ def linear(x: Any, weight: Any, bias: Any = None, activation: str | None = None,
         ``None``, ``"relu"``, ``"gelu"`` (erf form, torch's default) or ``"gelu_tanh"``.
     precision
         float32 only, as for :func:`matmul`.
+    scale_x, scale_weight, out_dtype
+        FP8 layers (``x`` and ``weight`` float8_e4m3fn / float8_e5m2): ``activation(out_dtype(
+        x @ weight.T * scale_x * scale_weight + bias))`` computed in float32 and rounded once.
+        ``scale_x``: float32, one element or one per row of ``x`` (shape ``x.shape[:-1] +
+        (1,)``); ``scale_weight``: one element or (out_features, 1) (per output feature, as
+        ``quantize_fp8(weight, scale="row")`` gives); None = 1.  ``out_dtype``: bfloat16
+        (default), float16 or float32; ``bias`` is converted to it.  ``weight`` (N, K)
+        row-major is the layout the FP8 tensor cores read directly.  See :func:`matmul`.
 
     Returns
     -------
@@ -431,11 +455,62 @@ def linear(x: Any, weight: Any, bias: Any = None, activation: str | None = None,
     if activation not in ACTIVATION_CODES:
         names = ", ".join(repr(a) for a in ACTIVATION_CODES)
         raise ValueError(f"linear: activation must be one of {names}; got {activation!r}")
+    if (is_fp8(x.dtype) or is_fp8(weight.dtype) or scale_x is not None
+            or scale_weight is not None or out_dtype is not None):
+        return _fp8_linear(x, weight, bias, activation, scale_x, scale_weight, out_dtype)
     return _product("linear", x, weight, bias, activation, _call_precision(precision, None),
                     None, b_is_weight=True)
 
 
 __all__ = ["get_matmul_precision", "linear", "matmul", "set_matmul_precision"]
+
+
+# -- FP8 products (pygpukit._fp8) -----------------------------------------------------------------
+def _fp8_matmul(a: GPUArray, b: GPUArray, scale_a: Any, scale_b: Any, out_dtype: Any,
+                out: GPUArray | None) -> GPUArray:
+    from pygpukit import _fp8
+
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"matmul: FP8 products take 2-D operands; got shapes {a.shape} and "
+                         f"{b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul: inner dimensions differ: a {a.shape} and b {b.shape}")
+    result = _fp8.scaled_product("matmul", a, b.T, scale_a, scale_b, (1, b.shape[1]), None,
+                                 ACTIVATION_CODES[None], out_dtype,
+                                 ("a", "b", "scale_a", "scale_b"))
+    if out is not None:
+        if not isinstance(out, GPUArray):
+            raise TypeError(f"matmul: out must be a GPUArray; got {type(out).__name__}")
+        if out.shape != result.shape or out.dtype != result.dtype:
+            raise ValueError(f"matmul: out must have shape {result.shape} and dtype "
+                             f"{result.dtype.name}; got {out.shape} {out.dtype.name}")
+        copy_into(result, out)
+        return out
+    return result
+
+
+def _fp8_linear(x: GPUArray, weight: GPUArray, bias: GPUArray | None, activation: str | None,
+                scale_x: Any, scale_weight: Any, out_dtype: Any) -> GPUArray:
+    from pygpukit import _fp8
+
+    if x.ndim < 1 or weight.ndim != 2:
+        raise ValueError(f"linear: FP8 layers take x (..., in_features) and a 2-D weight; got "
+                         f"shapes {x.shape} and {weight.shape}")
+    if x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"linear: x has {x.shape[-1]} features but weight {weight.shape} "
+                         f"takes {weight.shape[1]}")
+    if x.ndim == 2:
+        return _fp8.scaled_product("linear", x, weight, scale_x, scale_weight,
+                                   (weight.shape[0], 1), bias, ACTIVATION_CODES[activation],
+                                   out_dtype, ("x", "weight", "scale_x", "scale_weight"))
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    if isinstance(scale_x, GPUArray) and scale_x.size != 1 and scale_x.shape == (*lead, 1):
+        scale_x = scale_x.reshape(-1, 1)
+    result = _fp8.scaled_product("linear", x2, weight, scale_x, scale_weight,
+                                 (weight.shape[0], 1), bias, ACTIVATION_CODES[activation],
+                                 out_dtype, ("x", "weight", "scale_x", "scale_weight"))
+    return result.reshape(*lead, weight.shape[0])
 
 
 # -- the C fast path of 2-D products (pygpukit._fastpath) -----------------------------------------

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _array, _complex, _dlpack, _fastpath, _layout, _linalg, _small, _transfer
+from pygpukit import _array, _complex, _dlpack, _fastpath, _fp8, _layout, _linalg, _small, _transfer
 from pygpukit._array import GPUArray
-from pygpukit._dtypes import bfloat16, float16, float32, float64
+from pygpukit._dtypes import bfloat16, float16, float32, float64, is_fp8
 from pygpukit._fastpath import Kind, fast
 from pygpukit._indexing import where  # where(cond, a, b), and where(cond) == nonzero(cond)
 from pygpukit._math import binary, reduce, unary
@@ -375,6 +375,14 @@ def _astype(x: GPUArray, dtype: np.dtype[Any]) -> GPUArray:
     """``x.astype(dtype)`` into a new array: the small-array kernel, else the copy kernels."""
     if x.dtype.kind == "c" or dtype.kind == "c":
         return _array.hooks.complex.astype(x, dtype)
+    if (is_fp8(x.dtype) or is_fp8(dtype)) and x.dtype != dtype:
+        out = empty_on(x._rt, x.shape, dtype)
+        _fp8.cast_into(x, out)
+        return out
+    if is_fp8(x.dtype):  # a same-dtype copy: bytes
+        out = empty_on(x._rt, x.shape, dtype)
+        copy_into(x, out)
+        return out
     fast = _small.astype(x, dtype)
     if fast is not None:
         return fast
@@ -393,6 +401,7 @@ def _attach_hooks() -> None:
     hooks.device_tuple = _dlpack.device_tuple
     hooks.cuda_array_interface = _dlpack.cuda_array_interface
     hooks.matmul = _linalg.matmul
+    hooks.fp8_cast_into = _fp8.cast_into
     hooks.binary = binary
     hooks.small_binary = _small.binary
     hooks.unary = unary

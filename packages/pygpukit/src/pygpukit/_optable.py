@@ -19,7 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from pygpukit._dtypes import SUPPORTED_DTYPES, bfloat16, bool_, float16, float32, float64, int64
+from pygpukit._dtypes import (
+    FP8_DTYPES,
+    SUPPORTED_DTYPES,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    fp8_unsupported,
+    int64,
+)
 from pygpukit_kernels import BinaryOp, NormOp, ReduceOp, UnaryOp
 
 HostFn = Callable[..., Any]
@@ -253,6 +263,8 @@ def _resolve(name: str, keys: tuple[Any, ...]) -> tuple[np.dtype[Any], np.dtype[
     for key in keys:  # no kernel takes complex: pygpukit._complex composes those ops
         if key is complex or (isinstance(key, np.dtype) and key.kind == "c"):
             raise TypeError(f"{name}: the kernels take no complex operand ({key})")
+        if key in FP8_DTYPES:  # storage only (as in torch): no elementwise kernels
+            raise TypeError(fp8_unsupported(name, key))
     try:
         dtypes = ufunc.resolve_dtypes((*keys, None))
     except TypeError as exc:
@@ -288,6 +300,8 @@ def reduce_dtypes(name: str, dtype: np.dtype[Any]) -> tuple[np.dtype[Any], np.dt
     """
     if dtype.kind == "c":  # no kernel takes complex: pygpukit._complex composes them
         raise TypeError(f"{name}: the kernels take no complex dtype ({dtype.name})")
+    if dtype in FP8_DTYPES:
+        raise TypeError(fp8_unsupported(name, dtype))
     sample = np.ones(2, dtype)
     with np.errstate(all="ignore"):
         try:

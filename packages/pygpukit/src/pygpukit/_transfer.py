@@ -13,7 +13,7 @@ import numpy as np
 
 from pygpukit import _layout, _spill
 from pygpukit._array import GPUArray, hooks
-from pygpukit._dtypes import normalize_dtype
+from pygpukit._dtypes import is_fp8, normalize_dtype
 from pygpukit._stream import Stream
 from pygpukit._stream import stream_for_runtime as _stream_of
 
@@ -81,6 +81,10 @@ def copy_into(src: GPUArray, dst: GPUArray) -> None:
     if src.dtype.kind == "c" or dst.dtype.kind == "c":  # copies of the float parts
         check_same_device(src, dst, op="copy")
         hooks.complex.copy(src, dst)
+        return
+    if src.dtype != dst.dtype and (is_fp8(src.dtype) or is_fp8(dst.dtype)):
+        _layout.broadcast_shapes(src.shape, dst.shape)
+        hooks.fp8_cast_into(src, dst)  # pygpukit._fp8.cast_into
         return
     runtime = check_same_device(src, dst, op="copy")
     if dst.size == 0:

@@ -1,0 +1,168 @@
+// FP8 (float8_e4m3fn, float8_e5m2): the scaled cast kernel (pgk_fp8_cast) and the FP8 matrix
+// product's C ABI (pgk_gemm_fp8, dispatching to the sm_90a family where the build has it).
+// Built for every arch of the build: cuda_fp8.h converts in hardware on sm_89+ and in software
+// before.
+#include <climits>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include "gemm/gemm_problem.cuh"
+#include "gemm/sm90_fp8_configs.cuh"
+#include "pygpukit_kernels.h"
+
+namespace pgk::gemm {
+// dispatch.cu: pgk_gemm_last_kernel() then names the kernel the launch noted (note_kernel).
+void publish_kernel(bool success);
+}  // namespace pgk::gemm
+
+namespace {
+
+__host__ __device__ bool is_fp8(int dt) { return dt == PGK_FLOAT8_E4M3FN || dt == PGK_FLOAT8_E5M2; }
+bool is_wide_float(int dt) {
+  return dt == PGK_FLOAT16 || dt == PGK_BFLOAT16 || dt == PGK_FLOAT32 || dt == PGK_FLOAT64;
+}
+int wide_size(int dt) { return dt == PGK_FLOAT64 ? 8 : dt == PGK_FLOAT32 ? 4 : 2; }
+
+__device__ __forceinline__ __nv_fp8_interpretation_t interp(int dt) {
+  return dt == PGK_FLOAT8_E4M3FN ? __NV_E4M3 : __NV_E5M2;
+}
+
+// Exact widening of an FP8 value to float32 (every FP8 value is a float16 value).
+__device__ __forceinline__ float fp8_to_f32(uint8_t v, int dt) {
+  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(v), interp(dt));
+  return __half2float(__half(h));
+}
+
+__device__ __forceinline__ float load_f32(const void* src, int dt, int64_t i) {
+  switch (dt) {
+    case PGK_FLOAT16: return __half2float(static_cast<const __half*>(src)[i]);
+    case PGK_BFLOAT16: return __bfloat162float(static_cast<const __nv_bfloat16*>(src)[i]);
+    case PGK_FLOAT32: return static_cast<const float*>(src)[i];
+    default: return static_cast<float>(static_cast<const double*>(src)[i]);
+  }
+}
+
+__device__ __forceinline__ void store_wide(void* dst, int dt, int64_t i, float x) {
+  switch (dt) {
+    case PGK_FLOAT16: static_cast<__half*>(dst)[i] = __float2half_rn(x); break;
+    case PGK_BFLOAT16: static_cast<__nv_bfloat16*>(dst)[i] = __float2bfloat16_rn(x); break;
+    case PGK_FLOAT32: static_cast<float*>(dst)[i] = x; break;
+    default: static_cast<double*>(dst)[i] = static_cast<double>(x); break;
+  }
+}
+
+// One element per thread per step of a grid-stride loop.  scale (device, float32) is null, one
+// value (row_len 0) or one value per row of row_len elements.
+__global__ void fp8_cast_kernel(const void* __restrict__ src, int sdt, void* __restrict__ dst,
+                                int ddt, int64_t n, const float* __restrict__ scale,
+                                int64_t row_len, int saturate) {
+  const __nv_saturation_t sat = saturate ? __NV_SATFINITE : __NV_NOSAT;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float s = scale == nullptr ? 1.f : scale[row_len > 0 ? i / row_len : 0];
+    if (is_fp8(ddt)) {
+      __nv_fp8_storage_t q;
+      if (is_fp8(sdt)) {
+        q = __nv_cvt_float_to_fp8(fp8_to_f32(static_cast<const uint8_t*>(src)[i], sdt) / s, sat,
+                                  interp(ddt));
+      } else if (sdt == PGK_FLOAT64 && scale == nullptr) {
+        // Unscaled float64: one rounding, from the double (as ml_dtypes).
+        q = __nv_cvt_double_to_fp8(static_cast<const double*>(src)[i], sat, interp(ddt));
+      } else {
+        q = __nv_cvt_float_to_fp8(load_f32(src, sdt, i) / s, sat, interp(ddt));
+      }
+      static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(q);
+    } else {
+      const float x = fp8_to_f32(static_cast<const uint8_t*>(src)[i], sdt);
+      store_wide(dst, ddt, i, scale == nullptr ? x : x * s);
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" PGK_API int pgk_fp8_cast(const void* src, int src_dtype, void* dst, int dst_dtype,
+                                    int64_t n, const float* scale, int64_t row_len, int saturate,
+                                    void* stream) {
+  const bool to8 = is_fp8(dst_dtype), from8 = is_fp8(src_dtype);
+  if (!(to8 || from8)) return cudaErrorInvalidValue;
+  if (!(to8 ? (from8 || is_wide_float(src_dtype)) : is_wide_float(dst_dtype)))
+    return cudaErrorInvalidValue;
+  if (n < 0 || row_len < 0 || (saturate != 0 && saturate != 1)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  if (src == nullptr || dst == nullptr) return cudaErrorInvalidValue;
+  if (row_len > 0 && (scale == nullptr || n % row_len != 0)) return cudaErrorInvalidValue;
+  const int ss = from8 ? 1 : wide_size(src_dtype), ds = to8 ? 1 : wide_size(dst_dtype);
+  if (reinterpret_cast<uintptr_t>(src) % ss || reinterpret_cast<uintptr_t>(dst) % ds ||
+      reinterpret_cast<uintptr_t>(scale) % 4)
+    return cudaErrorInvalidValue;
+  const int threads = 256;
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks > 65535LL * 16) blocks = 65535LL * 16;
+  fp8_cast_kernel<<<static_cast<unsigned>(blocks), threads, 0, static_cast<cudaStream_t>(stream)>>>(
+      src, src_dtype, dst, dst_dtype, n, scale, row_len, saturate);
+  return static_cast<int>(cudaGetLastError());
+}
+
+extern "C" PGK_API int pgk_gemm_fp8_force_config(int config) {
+  if (config < 0 || config > 3) return cudaErrorInvalidValue;
+#if PGK_HAVE_SM90
+  pgk::gemm::sm90fp8::force_config(config);
+  return cudaSuccess;
+#else
+  return cudaErrorNotSupported;
+#endif
+}
+
+extern "C" PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* d, void* stream) {
+  if (d == nullptr) return cudaErrorInvalidValue;
+  if (!is_fp8(d->a_dtype) || !is_fp8(d->b_dtype)) return cudaErrorInvalidValue;
+  if (d->out_dtype != PGK_BFLOAT16 && d->out_dtype != PGK_FLOAT16 && d->out_dtype != PGK_FLOAT32)
+    return cudaErrorInvalidValue;
+  if (d->activation < PGK_ACT_NONE || d->activation > PGK_ACT_GELU_TANH) return cudaErrorInvalidValue;
+  auto fits = [](int64_t v) { return v >= 1 && v <= INT_MAX; };
+  if (!fits(d->m) || !fits(d->n) || !fits(d->k)) return cudaErrorInvalidValue;
+  if (d->a == nullptr || d->b == nullptr || d->c == nullptr) return cudaErrorInvalidValue;
+  if (d->lda < d->k || d->ldb < d->k || d->ldc < d->n) return cudaErrorInvalidValue;
+  const int os = d->out_dtype == PGK_FLOAT32 ? 4 : 2;
+  auto mis = [](const void* p, int a) { return reinterpret_cast<uintptr_t>(p) % a != 0; };
+  if (mis(d->c, os) || mis(d->bias, os) || mis(d->scale_a, 4) || mis(d->scale_b, 4))
+    return cudaErrorInvalidValue;
+  if ((d->scale_a_per_row != 0 && d->scale_a_per_row != 1) ||
+      (d->scale_b_per_col != 0 && d->scale_b_per_col != 1))
+    return cudaErrorInvalidValue;
+  if ((d->scale_a_per_row && d->scale_a == nullptr) || (d->scale_b_per_col && d->scale_b == nullptr))
+    return cudaErrorInvalidValue;
+#if PGK_HAVE_SM90
+  pgk::gemm::sm90fp8::Fp8Problem p{};
+  p.m = int(d->m);
+  p.n = int(d->n);
+  p.k = int(d->k);
+  p.a_dtype = d->a_dtype;
+  p.b_dtype = d->b_dtype;
+  p.out_dtype = d->out_dtype;
+  p.a = d->a;
+  p.lda = d->lda;
+  p.b = d->b;
+  p.ldb = d->ldb;
+  p.c = d->c;
+  p.ldc = d->ldc;
+  p.sa = d->scale_a_per_row ? nullptr : d->scale_a;
+  p.row_a = d->scale_a_per_row ? d->scale_a : nullptr;
+  p.sb = d->scale_b_per_col ? nullptr : d->scale_b;
+  p.col_b = d->scale_b_per_col ? d->scale_b : nullptr;
+  p.bias = d->bias;
+  p.act = d->activation;
+  pgk::gemm::note_kernel("");
+  const cudaError_t status = pgk::gemm::sm90_fp8_gemm(p, static_cast<cudaStream_t>(stream));
+  pgk::gemm::publish_kernel(status == cudaSuccess);
+  return static_cast<int>(status);
+#else
+  (void)stream;
+  return cudaErrorNotSupported;
+#endif
+}

@@ -1,0 +1,12 @@
+// Hopper FP8 GEMM kernels: the mixed pairs e4m3 x e5m2 and e5m2 x e4m3, configuration "m"
+// (ping-pong 128x128x128) for each output dtype.  See sm90_fp8_kernel.cuh.
+#include "sm90_fp8_kernel.cuh"
+
+namespace pgk::gemm::sm90fp8 {
+PGK_FP8_DEFINE(fp8_m_e4e5_bf16, PGK_FP8_E4, PGK_FP8_E5, bf16, 128, 128, 128, 1, 1, true, false)
+PGK_FP8_DEFINE(fp8_m_e4e5_f16, PGK_FP8_E4, PGK_FP8_E5, f16, 128, 128, 128, 1, 1, true, false)
+PGK_FP8_DEFINE(fp8_m_e4e5_f32, PGK_FP8_E4, PGK_FP8_E5, f32, 128, 128, 128, 1, 1, true, false)
+PGK_FP8_DEFINE(fp8_m_e5e4_bf16, PGK_FP8_E5, PGK_FP8_E4, bf16, 128, 128, 128, 1, 1, true, false)
+PGK_FP8_DEFINE(fp8_m_e5e4_f16, PGK_FP8_E5, PGK_FP8_E4, f16, 128, 128, 128, 1, 1, true, false)
+PGK_FP8_DEFINE(fp8_m_e5e4_f32, PGK_FP8_E5, PGK_FP8_E4, f32, 128, 128, 128, 1, 1, true, false)
+}  // namespace pgk::gemm::sm90fp8

@@ -1,0 +1,269 @@
+"""FP8 (float8_e4m3fn, float8_e5m2): storage, casts, scaled casts and scaled products.
+
+Every test runs on the CPU simulation and, in the GPU tier, on CUDA (the ``backend`` fixture):
+casts are compared bit for bit with ml_dtypes (torch's rounding: nearest even, overflow to NaN
+for E4M3 and to inf for E5M2), quantization with a NumPy reference of the same float32
+arithmetic, and products with a float64 reference of the dequantized operands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pygpukit as gp
+from pygpukit import _fp8
+
+E4 = np.dtype(ml_dtypes.float8_e4m3fn)
+E5 = np.dtype(ml_dtypes.float8_e5m2)
+FP8 = [E4, E5]
+FLOATS = [np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32),
+          np.dtype(np.float64)]
+IDS = {E4: "e4m3", E5: "e5m2"}
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal values, NaN where NaN (FP8 NaN bit patterns may differ in the sign)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    assert np.array_equal(np.isnan(g), np.isnan(w))
+    ok = ~np.isnan(w)
+    bad = np.flatnonzero(g[ok] != w[ok])
+    assert bad.size == 0, f"{bad.size} values differ, first {g[ok][bad[0]]} != {w[ok][bad[0]]}"
+
+
+def _specials(dtype: np.dtype[Any], n: int = 4096, seed: int = 0) -> np.ndarray:
+    """Random values over the FP8 range and beyond, subnormals, ties, zeros, inf and NaN."""
+    rng = np.random.default_rng(seed)
+    mags = np.exp2(rng.uniform(-20, 18, n)) * rng.choice([-1, 1], n)
+    extra = [0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, 464.0, 465.0, 480.0, 57344.0, 61440.0,
+             61441.0, 2.0 ** -9, 2.0 ** -10, 3 * 2.0 ** -11, 2.0 ** -16, 2.0 ** -17, 1e30]
+    return np.concatenate([mags, extra]).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FP8, ids=IDS.get)
+def test_round_trip_and_views(backend: str, dtype: np.dtype[Any]) -> None:
+    host = _specials(np.dtype(np.float32)).astype(dtype)
+    g = gp.from_numpy(host)
+    assert g.dtype == dtype and g.itemsize == 1
+    assert g.to_numpy().tobytes() == host.tobytes()
+    m = host[:4000].reshape(40, 100)
+    gm = gp.from_numpy(m)
+    assert gm.T.copy().to_numpy().tobytes() == np.ascontiguousarray(m.T).tobytes()
+    assert gm[:, 1::3].to_numpy().tobytes() == np.ascontiguousarray(m[:, 1::3]).tobytes()
+
+
+@pytest.mark.parametrize("src", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", FP8, ids=IDS.get)
+def test_astype_to_fp8_matches_ml_dtypes(backend: str, dtype: np.dtype[Any],
+                                         src: np.dtype[Any]) -> None:
+    with np.errstate(all="ignore"):
+        x = _specials(np.dtype(np.float64)).astype(src)
+        _same(gp.from_numpy(x).astype(dtype).to_numpy(), x.astype(dtype))
+
+
+@pytest.mark.parametrize("dst", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", FP8, ids=IDS.get)
+def test_astype_from_fp8_is_exact(backend: str, dtype: np.dtype[Any], dst: np.dtype[Any]) -> None:
+    every = np.arange(256, dtype=np.uint8).view(dtype)  # every FP8 value
+    _same(gp.from_numpy(every).astype(dst).to_numpy(), every.astype(np.float32).astype(dst))
+
+
+def test_astype_between_fp8_ints_and_views(backend: str) -> None:
+    every = np.arange(256, dtype=np.uint8).view(E5)
+    with np.errstate(all="ignore"):
+        _same(gp.from_numpy(every).astype(E4).to_numpy(), every.astype(np.float32).astype(E4))
+    ints = np.arange(-440, 440, 7, dtype=np.int32)
+    _same(gp.from_numpy(ints).astype(E4).to_numpy(), ints.astype(np.float32).astype(E4))
+    back = gp.from_numpy(ints.astype(E4)).astype(np.int32).to_numpy()
+    assert np.array_equal(back, ints.astype(E4).astype(np.float32).astype(np.int32))
+    x = np.random.default_rng(1).standard_normal((30, 50)).astype(np.float32) * 50
+    g = gp.from_numpy(x)
+    _same(g.T.astype(E4).to_numpy(), x.T.astype(E4))  # a transposed source
+    target = gp.from_numpy(np.zeros((50, 30), E4))
+    target[...] = g.T  # a cast into an existing FP8 array
+    _same(target.to_numpy(), x.T.astype(E4))
+    row = gp.from_numpy(np.zeros((4, 50), np.float32))
+    row[...] = gp.from_numpy(x[0].astype(E4))  # broadcast FP8 -> float32
+    _same(row.to_numpy(), np.broadcast_to(x[0].astype(E4).astype(np.float32), (4, 50)).copy())
+
+
+def _quantize_ref(x: np.ndarray, dtype: np.dtype[Any], per_row: bool
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    f32 = np.float32
+    mag = np.abs(x).astype(f32)
+    amax = mag.max(axis=-1, keepdims=True) if per_row else mag.max()
+    scale = (np.maximum(amax, f32(1e-12)) / f32(_fp8.FP8_MAX[dtype])).astype(f32)
+    fmax = _fp8.FP8_MAX[dtype]
+    q = np.clip(x.astype(f32) / scale, -fmax, fmax).astype(dtype)
+    return q, np.asarray(scale, f32)
+
+
+@pytest.mark.parametrize("mode", ["tensor", "row"])
+@pytest.mark.parametrize("src", [np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", FP8, ids=IDS.get)
+def test_quantize_matches_reference(backend: str, dtype: np.dtype[Any], src: np.dtype[Any],
+                                    mode: str) -> None:
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((37, 300)) * np.exp2(rng.uniform(-8, 8, (37, 1)))).astype(src)
+    x[3] = 0  # an all-zero row: the amax floor
+    q, s = gp.quantize_fp8(gp.from_numpy(x), dtype, scale=mode)
+    _, s_ref = _quantize_ref(x, dtype, mode == "row")
+    assert s.dtype == np.float32 and s.shape == ((37, 1) if mode == "row" else ())
+    s_got = s.to_numpy()
+    np.testing.assert_allclose(s_got, s_ref, rtol=2e-7, atol=0)  # amax / max in float32
+    fmax = _fp8.FP8_MAX[dtype]
+    q_ref = np.clip(x.astype(np.float32) / s_got, -fmax, fmax).astype(dtype)
+    _same(q.to_numpy(), q_ref)  # the scaled cast itself: bit for bit
+    back = gp.dequantize_fp8(q, s, "float32").to_numpy()
+    np.testing.assert_array_equal(back, q_ref.astype(np.float32) * s_got)
+    # Saturation: a given scale smaller than amax/max clamps, never overflows to NaN/inf.
+    small = gp.from_numpy(np.array(1e-3, np.float32))
+    qs, _ = gp.quantize_fp8(gp.from_numpy(x), dtype, scale=small)
+    assert np.all(np.isfinite(qs.to_numpy().astype(np.float32)))
+
+
+def _dequant(q: np.ndarray, s: np.ndarray | None, axis_shape: tuple[int, ...]) -> np.ndarray:
+    d = q.astype(np.float64)
+    return d if s is None else d * s.astype(np.float64).reshape(axis_shape)
+
+
+def _rel(got: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+TOL = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 2e-3}
+ACTS = {None: lambda v: v, "relu": lambda v: np.maximum(v, 0.0)}
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("kind", ["tensor", "row"])
+@pytest.mark.parametrize("shape", [(1, 40, 20), (64, 128, 256), (200, 72, 136), (130, 4096, 96)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_linear_fp8_vs_float64(backend: str, shape: tuple[int, int, int], kind: str,
+                               out_dtype: str) -> None:
+    m, k, n = shape
+    rng = np.random.default_rng(m + k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    w = rng.standard_normal((n, k)).astype(np.float32) * 0.1
+    bias = rng.standard_normal(n).astype(np.float32)
+    qx, sx = gp.quantize_fp8(gp.from_numpy(x), "float8_e4m3fn", scale=kind)
+    qw, sw = gp.quantize_fp8(gp.from_numpy(w), "float8_e4m3fn", scale=kind)
+    xd = _dequant(qx.to_numpy(), sx.to_numpy(), (-1, 1) if kind == "row" else ())
+    wd = _dequant(qw.to_numpy(), sw.to_numpy(), (-1, 1) if kind == "row" else ())
+    for act in (None, "relu"):
+        for b in (None, bias):
+            y = gp.linear(qx, qw, None if b is None else gp.from_numpy(b), act, scale_x=sx,
+                          scale_weight=sw, out_dtype=out_dtype)
+            assert y.dtype == np.dtype(gp.bfloat16 if out_dtype == "bfloat16" else out_dtype)
+            assert y.shape == (m, n)
+            ref = ACTS[act](xd @ wd.T + (0 if b is None else b.astype(np.float64)))
+            got = y.to_numpy()
+            assert _rel(got, ref) < TOL[out_dtype], (act, b is None)
+            if backend == "cuda":
+                assert y._rt.gemm_last_kernel().startswith("sm90_fp8"), y._rt.gemm_last_kernel()
+
+
+@pytest.mark.parametrize("pair", [(E4, E4), (E4, E5), (E5, E4)],
+                         ids=lambda p: f"{IDS[p[0]]}x{IDS[p[1]]}")
+def test_matmul_fp8_layouts_and_pairs(backend: str, pair: tuple[np.dtype[Any], ...]) -> None:
+    rng = np.random.default_rng(7)
+    m, k, n = 96, 160, 72
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    qa, sa = gp.quantize_fp8(gp.from_numpy(a), pair[0], scale="row")
+    qw, sw = gp.quantize_fp8(gp.from_numpy(w), pair[1], scale="tensor")
+    ref = _dequant(qa.to_numpy(), sa.to_numpy(), (-1, 1)) @ _dequant(qw.to_numpy(),
+                                                                     sw.to_numpy(), ()).T
+    # b as a transposed view of (N, K) (read in place) and as a row-major (K, N) copy.
+    for b in (qw.T, qw.T.copy()):
+        got = gp.matmul(qa, b, scale_a=sa, scale_b=sw, out_dtype="float32").to_numpy()
+        assert got.dtype == np.float32
+        assert _rel(got, ref) < TOL["float32"]
+    # No scales: the raw FP8 product; a (1, N) column scale.
+    raw = gp.matmul(qa, qw.T, out_dtype="float32").to_numpy()
+    assert _rel(raw, qa.to_numpy().astype(np.float64) @ qw.to_numpy().astype(np.float64).T) < 2e-3
+    cols = gp.from_numpy(rng.uniform(0.5, 2, (1, n)).astype(np.float32))
+    got = gp.matmul(qa, qw.T, scale_b=cols, out_dtype="float32").to_numpy()
+    want = qa.to_numpy().astype(np.float64) @ qw.to_numpy().astype(np.float64).T
+    assert _rel(got, want * cols.to_numpy().astype(np.float64)) < 2e-3
+
+
+def test_linear_fp8_batched_input_and_gelu(backend: str) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 48)).astype(np.float32)
+    w = rng.standard_normal((32, 48)).astype(np.float32)
+    qx, sx = gp.quantize_fp8(gp.from_numpy(x), scale="row")
+    qw, sw = gp.quantize_fp8(gp.from_numpy(w), scale="row")
+    assert sx.shape == (2, 3, 1)
+    y = gp.linear(qx, qw, scale_x=sx, scale_weight=sw, activation="gelu", out_dtype="float32")
+    assert y.shape == (2, 3, 32)
+    xd = _dequant(qx.to_numpy(), sx.to_numpy(), (2, 3, 1))
+    wd = _dequant(qw.to_numpy(), sw.to_numpy(), (-1, 1))
+    pre = xd @ wd.T
+    from math import erf
+
+    ref = 0.5 * pre * (1 + np.vectorize(erf)(pre / np.sqrt(2)))
+    assert _rel(y.to_numpy(), ref) < 2e-3
+
+
+def test_fp8_bad_input_is_refused_clearly(backend: str) -> None:
+    rng = np.random.default_rng(4)
+    a = gp.from_numpy(rng.standard_normal((8, 32)).astype(np.float32))
+    qa, sa = gp.quantize_fp8(a)
+    qe5 = a.astype(E5)
+    with pytest.raises(TypeError, match="float8_e5m2 x float8_e5m2"):
+        gp.matmul(qe5, qe5.T)
+    with pytest.raises(TypeError, match="two FP8 operands"):
+        gp.matmul(qa, a.T)
+    with pytest.raises(TypeError, match="two FP8 operands"):
+        gp.matmul(a, a.T, scale_a=sa)
+    with pytest.raises(ValueError, match=r"scale_a must have one element .* shape \(8, 1\)"):
+        gp.matmul(qa, qa.T, scale_a=gp.from_numpy(np.ones((1, 8), np.float32)))
+    with pytest.raises(ValueError, match=r"scale_weight must have one element .* \(8, 1\)"):
+        gp.linear(qa, qa, scale_weight=gp.from_numpy(np.ones((1, 8), np.float32)))
+    with pytest.raises(TypeError, match="scale_b must be float32"):
+        gp.matmul(qa, qa.T, scale_b=gp.from_numpy(np.ones((), np.float16)))
+    with pytest.raises(TypeError, match="out_dtype must be bfloat16, float16 or float32"):
+        gp.matmul(qa, qa.T, out_dtype="float64")
+    with pytest.raises(ValueError, match="bias must have shape"):
+        gp.linear(qa, qa, gp.from_numpy(np.ones(3, np.float32)))
+    with pytest.raises(ValueError, match="inner dimensions"):
+        gp.matmul(qa, qa)
+    with pytest.raises(ValueError, match="2-D operands"):
+        gp.matmul(qa.reshape(2, 4, 32), qa.T)
+    with pytest.raises(TypeError, match="not supported for float8_e4m3fn"):
+        qa + qa
+    with pytest.raises(TypeError, match="not supported for float8_e4m3fn"):
+        qa.sum()
+    with pytest.raises(TypeError, match="not supported for float8_e4m3fn"):
+        gp.exp(qa)
+    with pytest.raises(ValueError, match="scale must be 'tensor', 'row'"):
+        gp.quantize_fp8(a, scale="column")
+    with pytest.raises(TypeError, match="expected float8_e4m3fn or float8_e5m2"):
+        gp.quantize_fp8(a, "bfloat16")
+    with pytest.raises(TypeError, match="x must be float16, bfloat16, float32 or float64"):
+        gp.quantize_fp8(gp.from_numpy(np.ones(4, np.int32)))
+    with pytest.raises(TypeError, match="q must be float8_e4m3fn or float8_e5m2"):
+        gp.dequantize_fp8(a)
+
+
+class _FakeRuntime:
+    def __init__(self, cc: tuple[int, int]) -> None:
+        self.compute_capability = cc
+
+    def describe(self) -> str:
+        return "cuda:0 (Fake GPU)"
+
+
+def test_fp8_products_refuse_gpus_without_fp8_kernels() -> None:
+    with pytest.raises(NotImplementedError, match=r"compute capability 8\.9 or newer.*8\.0"):
+        _fp8._check_device(_FakeRuntime((8, 0)), "matmul")  # type: ignore[arg-type]
+    for cc in ((8, 9), (10, 0), (12, 0)):
+        with pytest.raises(NotImplementedError, match=r"9\.0 \(Hopper, sm_90a\) only"):
+            _fp8._check_device(_FakeRuntime(cc), "linear")  # type: ignore[arg-type]
+    _fp8._check_device(_FakeRuntime((9, 0)), "matmul")  # type: ignore[arg-type]
