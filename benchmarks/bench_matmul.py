@@ -145,6 +145,25 @@ def geomeans(per_run: list[list[dict[str, Any]]], todo: list[dict[str, Any]]) ->
     return out
 
 
+def timed_pair(ours_fn: Callable[[], Any], torch_fn: Callable[[], Any], repeat: int, batch: int,
+               flops: float, kernel: str, accuracy: dict[str, Any]) -> dict[str, Any]:
+    """Both sides' event-timed ms, TFLOP/s and % of cuBLAS, with ``kernel`` and ``accuracy``.
+
+    `batch` back-to-back products per event pair: the GPU time of a stream of products (as in a
+    model), not the host's dispatch latency of a single one.  A second round in the other
+    order, so clocks and caches favour neither side.
+    """
+    ours_ms = median_event_ms(ours_fn, repeat, gp.Event, batch)
+    torch_ms = median_event_ms(torch_fn, repeat, torch_event, batch)
+    torch_ms = min(torch_ms, median_event_ms(torch_fn, repeat, torch_event, batch))
+    ours_ms = min(ours_ms, median_event_ms(ours_fn, repeat, gp.Event, batch))
+    return {
+        "kernel": kernel, "ours_ms": ours_ms, "torch_ms": torch_ms,
+        "ours_tflops": flops / ours_ms / 1e9, "torch_tflops": flops / torch_ms / 1e9,
+        "pct_of_cublas": 100.0 * torch_ms / ours_ms, **accuracy,
+    }
+
+
 def run_case(case: dict[str, Any], repeat: int, batch: int, check: bool) -> dict[str, Any]:
     """One run of one case: its timings, and (``check``) its accuracy against float64."""
     m, n, k = case["m"], case["n"], case["k"]
@@ -184,19 +203,7 @@ def run_case(case: dict[str, Any], repeat: int, batch: int, check: bool) -> dict
         del got, ref
     del result
 
-    # `batch` back-to-back products per event pair: the GPU time of a stream of products (as
-    # in a model), not the host's dispatch latency of a single one.
-    ours_ms = median_event_ms(ours_fn, repeat, gp.Event, batch)
-    torch_ms = median_event_ms(torch_fn, repeat, torch_event, batch)
-    # A second round in the other order, so clocks and caches favour neither side.
-    torch_ms = min(torch_ms, median_event_ms(torch_fn, repeat, torch_event, batch))
-    ours_ms = min(ours_ms, median_event_ms(ours_fn, repeat, gp.Event, batch))
-    flops = 2.0 * m * n * k
-    return {
-        "kernel": kernel, "ours_ms": ours_ms, "torch_ms": torch_ms,
-        "ours_tflops": flops / ours_ms / 1e9, "torch_tflops": flops / torch_ms / 1e9,
-        "pct_of_cublas": 100.0 * torch_ms / ours_ms, **accuracy,
-    }
+    return timed_pair(ours_fn, torch_fn, repeat, batch, 2.0 * m * n * k, kernel, accuracy)
 
 
 # -- FP8 (--fp8): e4m3 products against torch._scaled_mm (cuBLASLt), benchmark "matmul_fp8" ---
@@ -291,16 +298,7 @@ def run_fp8_case(case: dict[str, Any], repeat: int, batch: int, check: bool) -> 
                     "torch_max_rel_error": errors["torch"][1]}
         del ref
     del result
-    ours_ms = median_event_ms(ours_fn, repeat, gp.Event, batch)
-    torch_ms = median_event_ms(torch_fn, repeat, torch_event, batch)
-    torch_ms = min(torch_ms, median_event_ms(torch_fn, repeat, torch_event, batch))
-    ours_ms = min(ours_ms, median_event_ms(ours_fn, repeat, gp.Event, batch))
-    flops = 2.0 * m * n * k
-    return {
-        "kernel": kernel, "ours_ms": ours_ms, "torch_ms": torch_ms,
-        "ours_tflops": flops / ours_ms / 1e9, "torch_tflops": flops / torch_ms / 1e9,
-        "pct_of_cublas": 100.0 * torch_ms / ours_ms, **accuracy,
-    }
+    return timed_pair(ours_fn, torch_fn, repeat, batch, 2.0 * m * n * k, kernel, accuracy)
 
 
 def main() -> None:

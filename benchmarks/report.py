@@ -347,22 +347,36 @@ def matmul_verdict(doc: Doc, row: dict[str, Any], pct: dict[str, float]) -> str:
     return judge(doc, pct, better="higher", target=row["target"], parity=100.0)
 
 
-def render_matmul(doc: Doc) -> str:
-    rows, met, targets = [], 0, 0
+def matmul_table_rows(doc: Doc, case: Callable[[dict[str, Any]], str],
+                      max_error: bool = False) -> tuple[list[list[str]], int, int]:
+    """The rows of a product table (case, both TFLOP/s, %, target, verdict, errors, kernel),
+    and how many targets were met in every run, of how many."""
+    rows: list[list[str]] = []
+    met = targets = 0
     for i, r, pct in matmul_rows(doc):
-        label = MATMUL_LABELS[r["precision"] or r["dtype"]]
-        op = "`a @ b`" if r["layout"] == "matmul" else "`linear` (W n\u00d7k)"
         v = matmul_verdict(doc, r, pct)
         if r["target"] is not None:
             targets += 1
             met += v == "met"
-        rows.append([f"{label} {op} {r['m']}\u00d7{r['n']}\u00d7{r['k']}",
+        errors = [f"{once(r['rel_error']):.1e} / {once(r['torch_rel_error']):.1e}"]
+        if max_error:
+            errors.append(f"{once(r['max_rel_error']):.1e} / {once(r['torch_max_rel_error']):.1e}")
+        rows.append([case(r),
                      cell(doc.fig(r["ours_tflops"], f"rows[{i}].ours_tflops"), 1),
                      cell(doc.fig(r["torch_tflops"], f"rows[{i}].torch_tflops"), 1),
                      ratio_cell(pct, better="higher", digits=1, unit="%", parity=100.0),
-                     "—" if r["target"] is None else f"≥ {r['target']}%", v,
-                     f"{once(r['rel_error']):.1e} / {once(r['torch_rel_error']):.1e}",
-                     kernel_name(r["kernel"])])
+                     "\u2014" if r["target"] is None else f"\u2265 {r['target']}%", v,
+                     *errors, kernel_name(r["kernel"])])
+    return rows, met, targets
+
+
+def render_matmul(doc: Doc) -> str:
+    def case(r: dict[str, Any]) -> str:
+        op = "`a @ b`" if r["layout"] == "matmul" else "`linear` (W n\u00d7k)"
+        label = MATMUL_LABELS[r["precision"] or r["dtype"]]
+        return f"{label} {op} {r['m']}\u00d7{r['n']}\u00d7{r['k']}"
+
+    rows, met, targets = matmul_table_rows(doc, case)
     return "\n".join([source_line(doc), "", table(
         ["case", "ours TFLOP/s", "cuBLAS TFLOP/s", "% of cuBLAS", "target", "",
          "rel. error (ours / cuBLAS)", "kernel"], "lrrrrlll", rows), "",
@@ -654,21 +668,11 @@ def render_small_ops(doc: Doc) -> str:
 
 def render_matmul_fp8(doc: Doc) -> str:
     """FP8 e4m3 ``linear`` against ``torch._scaled_mm`` (bench_matmul.py --fp8)."""
-    rows, met, targets = [], 0, 0
-    for i, r, pct in matmul_rows(doc):
+    def case(r: dict[str, Any]) -> str:
         scales = "row-wise" if r["layout"] == "fp8_row" else "per-tensor"
-        v = matmul_verdict(doc, r, pct)
-        if r["target"] is not None:
-            targets += 1
-            met += v == "met"
-        rows.append([f"e4m3 {scales} {r['m']}\u00d7{r['n']}\u00d7{r['k']}",
-                     cell(doc.fig(r["ours_tflops"], f"rows[{i}].ours_tflops"), 1),
-                     cell(doc.fig(r["torch_tflops"], f"rows[{i}].torch_tflops"), 1),
-                     ratio_cell(pct, better="higher", digits=1, unit="%", parity=100.0),
-                     "\u2014" if r["target"] is None else f"\u2265 {r['target']}%", v,
-                     f"{once(r['rel_error']):.1e} / {once(r['torch_rel_error']):.1e}",
-                     f"{once(r['max_rel_error']):.1e} / {once(r['torch_max_rel_error']):.1e}",
-                     kernel_name(r["kernel"])])
+        return f"e4m3 {scales} {r['m']}\u00d7{r['n']}\u00d7{r['k']}"
+
+    rows, met, targets = matmul_table_rows(doc, case, max_error=True)
     return "\n".join([source_line(doc), "", table(
         ["case", "ours TFLOP/s", "torch TFLOP/s", "% of torch._scaled_mm", "target", "",
          "rel. error (ours / torch)", "max error / max abs. ref. (ours / torch)", "kernel"],

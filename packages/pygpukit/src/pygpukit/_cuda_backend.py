@@ -319,8 +319,7 @@ class CudaRuntime:
             _ptr(scale_a) if scale_a is not None else 0,
             _ptr(scale_b) if scale_b is not None else 0, int(scale_a_per_row),
             int(scale_b_per_col), _ptr(bias) if bias is not None else 0)
-        d = desc
-        status = fn(ctypes.byref(d), stream.launch_handle())
+        status = fn(ctypes.byref(desc), stream.launch_handle())
         if status == _CUDA_ERROR_NOT_SUPPORTED:
             major, minor = self.compute_capability
             raise NotImplementedError(

@@ -34,8 +34,9 @@ from pygpukit._dtypes import (
     normalize_dtype,
     uint8,
 )
+from pygpukit._math import binary, reduce, unary
 from pygpukit._stream import stream_for_runtime
-from pygpukit._transfer import check_same_device, copy_into, empty_on, touch
+from pygpukit._transfer import check_same_device, copy_into, empty_on, fill, touch
 
 if TYPE_CHECKING:
     from pygpukit._backend import Runtime
@@ -183,8 +184,6 @@ def quantize_fp8(x: GPUArray, dtype: Any = "float8_e4m3fn", scale: Any = "tensor
 
 def _amax_scale(x: GPUArray, target: np.dtype[Any], per_row: bool) -> GPUArray:
     """``max(amax(|x|), 1e-12) / fp8_max`` in float32, per tensor (shape ()) or per row."""
-    from pygpukit._math import binary, reduce, unary
-
     mag = unary("absolute", x)
     amax = reduce("max", mag, axis=-1, keepdims=True) if per_row else reduce("max", mag)
     if amax.dtype != float32:
@@ -256,17 +255,16 @@ def _check_device(runtime: Runtime, op: str) -> None:
         return
     if cc in _FP8_KERNEL_CC:
         return
-    name = getattr(runtime, "describe", lambda: "this GPU")()
+    name = runtime.describe()
     if cc < _FP8_MIN_CC:
         raise NotImplementedError(
             f"{op}: FP8 products need FP8 tensor cores (compute capability 8.9 or newer); "
             f"{name} has compute capability {cc[0]}.{cc[1]}.  Dequantize the operands "
             "(pygpukit.dequantize_fp8) and multiply in bfloat16 instead.")
-    if cc not in _FP8_KERNEL_CC:
-        raise NotImplementedError(
-            f"{op}: this build of pygpukit-kernels has FP8 product kernels for compute "
-            f"capability 9.0 (Hopper, sm_90a) only; {name} has {cc[0]}.{cc[1]}.  Dequantize "
-            "the operands (pygpukit.dequantize_fp8) and multiply in bfloat16 instead.")
+    raise NotImplementedError(
+        f"{op}: this build of pygpukit-kernels has FP8 product kernels for compute "
+        f"capability 9.0 (Hopper, sm_90a) only; {name} has {cc[0]}.{cc[1]}.  Dequantize "
+        "the operands (pygpukit.dequantize_fp8) and multiply in bfloat16 instead.")
 
 
 def _scale_arg(scale: Any, argument: str, per_shape: tuple[int, int], op: str
@@ -299,8 +297,6 @@ def _fp8_operands(op: str, a: GPUArray, b: GPUArray, names: tuple[str, str]) -> 
 
 def _zeros_fp8(runtime: Runtime, shape: tuple[int, ...], dtype: np.dtype[Any]) -> GPUArray:
     """A zero-filled FP8 array (filled through a uint8 view: FP8 zero is the zero byte)."""
-    from pygpukit._transfer import fill
-
     out = empty_on(runtime, shape, dtype)
     fill(GPUArray(out._rt, out._block, out._offset, out.shape, out.strides, uint8), 0)
     return out

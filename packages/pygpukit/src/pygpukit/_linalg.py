@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from pygpukit import _fastpath
+from pygpukit import _fastpath, _fp8
 from pygpukit._array import GPUArray, hooks
 from pygpukit._dtypes import bfloat16, float16, float32, float64, is_fp8, kernel_code
 from pygpukit._fastpath import Kind, fast
@@ -468,8 +468,6 @@ __all__ = ["get_matmul_precision", "linear", "matmul", "set_matmul_precision"]
 # -- FP8 products (pygpukit._fp8) -----------------------------------------------------------------
 def _fp8_matmul(a: GPUArray, b: GPUArray, scale_a: Any, scale_b: Any, out_dtype: Any,
                 out: GPUArray | None) -> GPUArray:
-    from pygpukit import _fp8
-
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"matmul: FP8 products take 2-D operands; got shapes {a.shape} and "
                          f"{b.shape}")
@@ -491,8 +489,6 @@ def _fp8_matmul(a: GPUArray, b: GPUArray, scale_a: Any, scale_b: Any, out_dtype:
 
 def _fp8_linear(x: GPUArray, weight: GPUArray, bias: GPUArray | None, activation: str | None,
                 scale_x: Any, scale_weight: Any, out_dtype: Any) -> GPUArray:
-    from pygpukit import _fp8
-
     if x.ndim < 1 or weight.ndim != 2:
         raise ValueError(f"linear: FP8 layers take x (..., in_features) and a 2-D weight; got "
                          f"shapes {x.shape} and {weight.shape}")
