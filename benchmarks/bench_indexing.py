@@ -8,8 +8,10 @@ float32 data, random int64 indices (never sorted, never zeros):
   ``torch.index_select(a, 0, idx)`` and ``torch.take(a, idx)``;
 - scatter of as many random distinct indices: ``a[idx] = v`` (checked, as the gather) and
   ``gp.put(a, idx, v, mode="clip")`` (nothing read back) vs ``a.index_put_((idx,), v)``;
-- scatter-add with duplicates (a quarter as many destinations as values): ``gp.add_at``
-  (deterministic: sort + segmented reduction) vs ``a.index_add_(0, idx, v)`` (atomics);
+- scatter-add with duplicates (a quarter as many destinations as values), like for like:
+  ``gp.add_at`` (deterministic: sort + segmented reduction) vs ``a.index_add_(0, idx, v)``
+  under ``torch.use_deterministic_algorithms(True)``, and ``gp.add_at(..., deterministic=False)``
+  (atomics) vs ``a.index_add_`` in torch's default mode (atomics);
 - boolean mask select of 2^--log2-mask elements (half of them true, at random): ``x[mask]``
   vs torch's ``x[mask]``; both count the true elements first (torch: nonzero), a host read.
 
@@ -102,6 +104,15 @@ def main() -> None:
     def same(got: gp.GPUArray, want: torch.Tensor) -> None:
         np.testing.assert_array_equal(got.to_numpy(), want.cpu().numpy())
 
+    def torch_index_add_deterministic() -> None:
+        # torch's index_add_ on CUDA has a deterministic algorithm in this mode (its docs list
+        # it); the switch itself costs a Python call on torch's side only.
+        torch.use_deterministic_algorithms(True)
+        try:
+            t_acc.index_add_(0, t_dup, t_vals)
+        finally:
+            torch.use_deterministic_algorithms(False)
+
     # Checks, once.
     same(g_src[g_idx], torch.index_select(t_src, 0, t_idx))
     same(gp.take(g_src, g_idx, mode="clip"), torch.take(t_src, t_idx))
@@ -118,6 +129,11 @@ def main() -> None:
     g_acc[...] = 0
     gp.add_at(g_acc, g_dup, g_vals)
     assert g_acc.to_numpy().tobytes() == first.tobytes(), "add_at is not deterministic"
+    g_acc[...] = 0
+    t_acc.zero_()
+    gp.add_at(g_acc, g_dup, g_vals, deterministic=False)
+    torch_index_add_deterministic()
+    np.testing.assert_allclose(g_acc.to_numpy(), t_acc.cpu().numpy(), rtol=1e-4, atol=1e-4)
     same(g_x[g_mask], t_x[t_mask])
 
     cases: list[tuple[str, str, int, Callable[[], object], Callable[[], object]]] = [
@@ -130,8 +146,11 @@ def main() -> None:
         ("scatter f32 put(mode='clip') vs index_put_", INPLACE, 16 * n,
          lambda: gp.put(g_dst, g_perm, g_vals, mode="clip"),
          lambda: t_dst.index_put_((t_perm,), t_vals)),
-        ("scatter-add f32 add_at (deterministic) vs index_add_ (atomics)", INPLACE, 16 * n,
-         lambda: gp.add_at(g_acc, g_dup, g_vals), lambda: t_acc.index_add_(0, t_dup, t_vals)),
+        ("scatter-add f32 add_at (deterministic) vs index_add_ (deterministic mode)", INPLACE,
+         16 * n, lambda: gp.add_at(g_acc, g_dup, g_vals), torch_index_add_deterministic),
+        ("scatter-add f32 add_at(deterministic=False) vs index_add_ (atomics)", INPLACE, 16 * n,
+         lambda: gp.add_at(g_acc, g_dup, g_vals, deterministic=False),
+         lambda: t_acc.index_add_(0, t_dup, t_vals)),
         ("mask select f32 x[mask]", ALLOC, 5 * m + 4 * selected,
          lambda: g_x[g_mask], lambda: t_x[t_mask]),
     ]

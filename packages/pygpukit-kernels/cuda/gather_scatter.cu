@@ -117,13 +117,29 @@ __device__ __forceinline__ void record_error(int64_t* error, uint64_t code) {
   }
 }
 
-// Gather (Scatter false): out[i] = base[offset(i)], 0 for an out-of-range index.
-// Scatter: base[offset(i)] = other[i] for in-range indices.
-template <int Bytes, bool Scatter, typename Idx>
+// What the index kernels do with element i: gather it, scatter to it, or add to it atomically.
+enum Act { kGather = 0, kScatter = 1, kAtomicAdd = 2 };
+
+// One element's access: W is the moved word (gather/scatter) or the arithmetic type (add:
+// float, double, unsigned int for int32, unsigned long long for int64: two's complement sums
+// wrap the same as signed ones).
+template <int A, typename W>
+__device__ __forceinline__ void access(char* base, int64_t off, bool ok, W* slot) {
+  if constexpr (A == kScatter) {
+    if (ok) *reinterpret_cast<W*>(base + off) = __ldcs(slot);
+  } else if constexpr (A == kAtomicAdd) {
+    if (ok) atomicAdd(reinterpret_cast<W*>(base + off), __ldcs(slot));
+  } else {
+    __stcs(slot, ok ? *reinterpret_cast<const W*>(base + off) : W{});
+  }
+}
+
+// Gather: out[i] = base[offset(i)], 0 for an out-of-range index.  Scatter: base[offset(i)] =
+// other[i]; atomic add: base[offset(i)] += other[i]; both for in-range indices only.
+template <int A, typename W, typename Idx>
 __global__ void __launch_bounds__(kGatherBlock)
 gather_scatter_kernel(char* base, char* other, int64_t* error, IndexParams p) {
   pdl_enter();
-  using W = typename Word<Bytes>::T;
   const Idx total = static_cast<Idx>(p.total);
   const Idx step = static_cast<Idx>(gridDim.x) * blockDim.x;
   for (Idx i = static_cast<Idx>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
@@ -131,12 +147,7 @@ gather_scatter_kernel(char* base, char* other, int64_t* error, IndexParams p) {
     uint64_t bad = 0;
     const int64_t off = element_offset<Idx>(p, i, ok, &bad);
     if (!ok) record_error(error, bad);
-    W* slot = reinterpret_cast<W*>(other) + i;
-    if (Scatter) {
-      if (ok) *reinterpret_cast<W*>(base + off) = *slot;
-    } else {
-      *slot = ok ? *reinterpret_cast<const W*>(base + off) : W{};
-    }
+    access<A>(base, off, ok, reinterpret_cast<W*>(other) + i);
   }
 }
 
@@ -149,12 +160,11 @@ gather_scatter_kernel(char* base, char* other, int64_t* error, IndexParams p) {
 // bounds the kernel.  The error code is as the general kernel's: k * count + m, k = 0.
 constexpr int kUnroll = 4;
 
-template <int Bytes, bool Scatter>
+template <int A, typename W>
 __global__ void __launch_bounds__(kGatherBlock)
 index_1d_kernel(char* base, char* other, int64_t* error, const int64_t* __restrict__ index,
                 int64_t size, int64_t stride, int mode, uint32_t total) {
   pdl_enter();
-  using W = typename Word<Bytes>::T;
   W* slots = reinterpret_cast<W*>(other);
   const uint32_t tile = blockDim.x * kUnroll;
   for (uint32_t i0 = blockIdx.x * tile + threadIdx.x; i0 < total; i0 += gridDim.x * tile) {
@@ -170,17 +180,14 @@ index_1d_kernel(char* base, char* other, int64_t* error, const int64_t* __restri
     for (int j = 0; j < kUnroll; ++j) {
       const uint32_t i = i0 + j * blockDim.x;
       ok[j] = i < total;
+      off[j] = 0;
       if (ok[j]) {
         off[j] = resolve(v[j], size, mode, ok[j]) * stride;
         if (!ok[j]) record_error(error, i);
       }
     }
-    if (Scatter) {
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        if (ok[j]) *reinterpret_cast<W*>(base + off[j]) = __ldcs(slots + i0 + j * blockDim.x);
-      }
-    } else {
+    if (A == kGather) {
+      // All kUnroll loads first, then the stores: the random reads overlap.
       W w[kUnroll];
 #pragma unroll
       for (int j = 0; j < kUnroll; ++j) {
@@ -190,6 +197,11 @@ index_1d_kernel(char* base, char* other, int64_t* error, const int64_t* __restri
       for (int j = 0; j < kUnroll; ++j) {
         const uint32_t i = i0 + j * blockDim.x;
         if (i < total) __stcs(slots + i, w[j]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        access<A>(base, off[j], ok[j], slots + i0 + j * blockDim.x);
       }
     }
   }
@@ -248,11 +260,11 @@ int make_params(const pgk_index_desc* d, IndexParams& p) {
   return 0;
 }
 
-template <int Bytes, bool Scatter>
-int launch_gather_scatter(const IndexParams& p, char* base, char* other, int64_t* error,
-                          cudaStream_t stream) {
+template <int A, typename W>
+int launch_index(const IndexParams& p, char* base, char* other, int64_t* error,
+                 cudaStream_t stream) {
   if (p.n_index == 1 && p.n_outer == 0 && p.n_inner == 0 && p.total <= INT32_MAX) {
-    launch_k(index_1d_kernel<Bytes, Scatter>,
+    launch_k(index_1d_kernel<A, W>,
              dim3(grid_for((p.total + kUnroll - 1) / kUnroll, kGatherBlock)), dim3(kGatherBlock),
              stream, base, other, error, p.index[0], p.size[0], p.stride[0], p.mode,
              static_cast<uint32_t>(p.total));
@@ -260,37 +272,45 @@ int launch_gather_scatter(const IndexParams& p, char* base, char* other, int64_t
   }
   const unsigned grid = grid_for(p.total, kGatherBlock);
   if (p.total <= INT32_MAX) {
-    launch_k(gather_scatter_kernel<Bytes, Scatter, uint32_t>, dim3(grid), dim3(kGatherBlock),
-             stream, base, other, error, p);
+    launch_k(gather_scatter_kernel<A, W, uint32_t>, dim3(grid), dim3(kGatherBlock), stream, base,
+             other, error, p);
   } else {
-    launch_k(gather_scatter_kernel<Bytes, Scatter, uint64_t>, dim3(grid), dim3(kGatherBlock),
-             stream, base, other, error, p);
+    launch_k(gather_scatter_kernel<A, W, uint64_t>, dim3(grid), dim3(kGatherBlock), stream, base,
+             other, error, p);
   }
   return launch_status();
 }
 
-template <bool Scatter>
-int gather_scatter(const pgk_index_desc* d, void* other, int64_t* error, void* stream) {
-  IndexParams p;
+// Validates the descriptor, resets the error slot ("no error": all ones, which atomicMin of an
+// error code replaces) and checks the values / output operand: 0 to go on, a status to return,
+// or -1 when there is nothing to do.
+int begin_index(const pgk_index_desc* d, IndexParams& p, const void* other, int64_t* error,
+                cudaStream_t s) {
   if (const int rc = make_params(d, p)) return rc;
-  auto s = static_cast<cudaStream_t>(stream);
   if (error != nullptr) {
     if (reinterpret_cast<uintptr_t>(error) % 8 != 0) return kInvalidArg;
-    // "No error": all ones, which atomicMin of an error code replaces.
     if (const cudaError_t rc = cudaMemsetAsync(error, 0xff, sizeof(int64_t), s)) {
       return static_cast<int>(rc);
     }
   }
-  if (p.total == 0) return 0;
+  if (p.total == 0) return -1;
   const int size = dtype_size(d->dtype);
   if (other == nullptr || reinterpret_cast<uintptr_t>(other) % size != 0) return kInvalidArg;
+  return 0;
+}
+
+template <int A>
+int gather_scatter(const pgk_index_desc* d, void* other, int64_t* error, void* stream) {
+  IndexParams p;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (const int rc = begin_index(d, p, other, error, s)) return rc < 0 ? 0 : rc;
   char* base = static_cast<char*>(d->base);
   char* o = static_cast<char*>(other);
-  switch (size) {
-    case 1: return launch_gather_scatter<1, Scatter>(p, base, o, error, s);
-    case 2: return launch_gather_scatter<2, Scatter>(p, base, o, error, s);
-    case 4: return launch_gather_scatter<4, Scatter>(p, base, o, error, s);
-    default: return launch_gather_scatter<8, Scatter>(p, base, o, error, s);
+  switch (dtype_size(d->dtype)) {
+    case 1: return launch_index<A, Word<1>::T>(p, base, o, error, s);
+    case 2: return launch_index<A, Word<2>::T>(p, base, o, error, s);
+    case 4: return launch_index<A, Word<4>::T>(p, base, o, error, s);
+    default: return launch_index<A, Word<8>::T>(p, base, o, error, s);
   }
 }
 
@@ -631,12 +651,12 @@ int launch_add(const IndexParams& p, char* base, const T* values, int64_t* error
 
 extern "C" PGK_API int pgk_index_gather(const pgk_index_desc* desc, void* out, int64_t* error,
                                         void* stream) {
-  return pgk::gather_scatter<false>(desc, out, error, stream);
+  return pgk::gather_scatter<pgk::kGather>(desc, out, error, stream);
 }
 
 extern "C" PGK_API int pgk_index_scatter(const pgk_index_desc* desc, const void* values,
                                          int64_t* error, void* stream) {
-  return pgk::gather_scatter<true>(desc, const_cast<void*>(values), error, stream);
+  return pgk::gather_scatter<pgk::kScatter>(desc, const_cast<void*>(values), error, stream);
 }
 
 extern "C" PGK_API int pgk_select_flagged_workspace_size(int dtype, int positions, int64_t n,
@@ -754,19 +774,11 @@ extern "C" PGK_API int pgk_index_add(const pgk_index_desc* desc, const void* val
                                      int64_t* error, void* workspace, uint64_t workspace_bytes,
                                      void* stream) {
   using namespace pgk;
+  if (desc == nullptr || !add_dtype(desc->dtype)) return kInvalidArg;
   IndexParams p;
-  if (const int rc = make_params(desc, p)) return rc;
-  if (!add_dtype(desc->dtype)) return kInvalidArg;
   auto s = static_cast<cudaStream_t>(stream);
-  if (error != nullptr) {
-    if (reinterpret_cast<uintptr_t>(error) % 8 != 0) return kInvalidArg;
-    if (const cudaError_t rc = cudaMemsetAsync(error, 0xff, sizeof(int64_t), s)) {
-      return static_cast<int>(rc);
-    }
-  }
-  if (p.total == 0) return 0;
+  if (const int rc = begin_index(desc, p, values, error, s)) return rc < 0 ? 0 : rc;
   const int size = dtype_size(desc->dtype);
-  if (values == nullptr || reinterpret_cast<uintptr_t>(values) % size != 0) return kInvalidArg;
   int64_t low = 0;
   uint64_t span = 0;
   key_range(p, size, low, span);
@@ -792,5 +804,22 @@ extern "C" PGK_API int pgk_index_add(const pgk_index_desc* desc, const void* val
     default:
       return launch_add(p, base, static_cast<const int64_t*>(values), error, ws, L, end_bit,
                         low, span, s);
+  }
+}
+
+extern "C" PGK_API int pgk_index_add_atomic(const pgk_index_desc* desc, const void* values,
+                                            int64_t* error, void* stream) {
+  using namespace pgk;
+  if (desc == nullptr || !add_dtype(desc->dtype)) return kInvalidArg;
+  IndexParams p;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (const int rc = begin_index(desc, p, values, error, s)) return rc < 0 ? 0 : rc;
+  char* base = static_cast<char*>(desc->base);
+  char* v = static_cast<char*>(const_cast<void*>(values));
+  switch (desc->dtype) {
+    case PGK_FLOAT32: return launch_index<kAtomicAdd, float>(p, base, v, error, s);
+    case PGK_FLOAT64: return launch_index<kAtomicAdd, double>(p, base, v, error, s);
+    case PGK_INT32: return launch_index<kAtomicAdd, unsigned int>(p, base, v, error, s);
+    default: return launch_index<kAtomicAdd, unsigned long long>(p, base, v, error, s);
   }
 }

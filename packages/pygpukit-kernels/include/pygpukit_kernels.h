@@ -438,6 +438,13 @@ PGK_API int pgk_index_add_workspace_size(const pgk_index_desc* desc, uint64_t* b
 PGK_API int pgk_index_add(const pgk_index_desc* desc, const void* values, int64_t* error,
                           void* workspace, uint64_t workspace_bytes, void* stream);
 
+/* Scatter-add with atomics: element i of the index space += values[i] (the same dtypes and
+ * error reporting as pgk_index_add), one atomicAdd per element: no sort and no workspace, but
+ * float sums of repeated destinations are rounded in an order that varies from run to run
+ * (integers are exact).  What torch's index_add_ / scatter_add_ do by default. */
+PGK_API int pgk_index_add_atomic(const pgk_index_desc* desc, const void* values, int64_t* error,
+                                 void* stream);
+
 /* Mask compaction (cub::DeviceSelect::Flagged): the elements of the contiguous x (n of dtype)
  * whose flag byte is non-zero, in order, into out; with x NULL, their positions 0..n-1 as int64
  * (nonzero).  The caller sizes out from the number of flags set (counted beforehand); the

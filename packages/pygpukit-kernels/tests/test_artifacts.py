@@ -81,7 +81,7 @@ def test_header_declares_every_exported_launcher() -> None:
                    "pgk_arange", "pgk_linspace", "pgk_binary", "pgk_unary", "pgk_where",
                    "pgk_reduce", "pgk_gemm", "pgk_gemm_workspace_size", "pgk_gemm_last_kernel",
                    "pgk_random", "pgk_random_integers", "pgk_random_choice",
-                   "pgk_index_gather", "pgk_index_scatter", "pgk_index_add",
+                   "pgk_index_gather", "pgk_index_scatter", "pgk_index_add", "pgk_index_add_atomic",
                    "pgk_index_add_workspace_size", "pgk_select_flagged",
                    "pgk_select_flagged_workspace_size", "pgk_unravel_index",
                    "pgk_count_flags", "pgk_fp8_cast", "pgk_gemm_fp8",

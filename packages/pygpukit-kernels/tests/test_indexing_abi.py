@@ -84,7 +84,12 @@ def test_scatter_add_rejects_dtypes_without_arithmetic(lib: ctypes.CDLL) -> None
         d.index_stride[0] = 8
         assert lib.pgk_index_add_workspace_size(ctypes.byref(d), ctypes.byref(size)) == INVALID
         assert lib.pgk_index_add(ctypes.byref(d), FAKE, None, FAKE, 1 << 20, None) == INVALID
+        assert lib.pgk_index_add_atomic(ctypes.byref(d), FAKE, None, None) == INVALID
     assert lib.pgk_index_add_workspace_size(ctypes.byref(desc()), None) == INVALID
+    assert lib.pgk_index_add_atomic(None, FAKE, None, None) == INVALID
+    assert lib.pgk_index_add_atomic(ctypes.byref(desc()), None, None, None) == INVALID
+    assert lib.pgk_index_add_atomic(ctypes.byref(desc()), FAKE + 1, None, None) == INVALID
+    assert lib.pgk_index_add_atomic(ctypes.byref(desc(count=0)), None, None, None) == 0
     assert lib.pgk_index_add_workspace_size(ctypes.byref(desc(count=0)),
                                             ctypes.byref(size)) == 0
     assert size.value == 0

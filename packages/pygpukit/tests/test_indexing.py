@@ -594,6 +594,44 @@ def test_add_at_is_deterministic(backend: str) -> None:
     np.testing.assert_allclose(results[0], reference, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8,
+                                   np.float16, np.complex64])
+def test_add_at_with_atomics(backend: str, dtype: Any) -> None:
+    # deterministic=False: one atomic add per element; integer sums are exact, float sums equal
+    # the reference within rounding; the same errors as the deterministic path.
+    rng = np.random.default_rng(11)
+    n = 20_000
+    idx = rng.integers(-30, 30, n)
+    idx[:5000] = 7
+    host = (np.arange(30) % 5).astype(dtype)
+    values = (rng.integers(-3, 4, n) if np.dtype(dtype).kind in "iu"
+              else rng.standard_normal(n)).astype(dtype)
+    arr = gp.from_numpy(host)
+    gp.add_at(arr, gp.from_numpy(idx), gp.from_numpy(values), deterministic=False)
+    if np.dtype(dtype).kind in "iu":
+        expected = host.copy()
+        np.add.at(expected, idx, values)
+        np.testing.assert_array_equal(arr.to_numpy(), expected)
+    else:
+        wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+        expected = host.astype(wide)
+        np.add.at(expected, idx, values.astype(wide))
+        tol = 1e-2 if dtype == np.float16 else 1e-3
+        np.testing.assert_allclose(arr.to_numpy(), expected, rtol=tol, atol=tol * 10)
+    # Other index forms, 2-D targets, index_add, errors.
+    grid = rand((4, 5), np.float64)
+    target = gp.from_numpy(grid)
+    gp.add_at(target, (slice(None), [4, 0, 4]), 1.5, deterministic=False)
+    gp.index_add(target, 0, [3, 3], gp.from_numpy(np.ones((2, 5))), deterministic=False)
+    np.add.at(grid, (slice(None), [4, 0, 4]), 1.5)
+    np.add.at(grid, [3, 3], np.ones((2, 5)))
+    np.testing.assert_allclose(target.to_numpy(), grid, rtol=1e-12)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        gp.add_at(gp.zeros((3,)), gp.from_numpy(np.array([0, 3])), 1.0, deterministic=False)
+    with pytest.raises(TypeError, match="deterministic must be a bool"):
+        gp.add_at(gp.zeros((3,)), [0], 1.0, deterministic=None)  # type: ignore[arg-type]
+
+
 # -- large --
 
 @pytest.mark.gpu

@@ -382,6 +382,8 @@ _LAUNCHERS.update({
     "pgk_index_add_workspace_size": [_INDEX_DESC_P, _U64P],
     # desc, values, error, workspace, workspace_bytes, stream
     "pgk_index_add": [_INDEX_DESC_P, _VP, _VP, _VP, ctypes.c_uint64, _VP],
+    # desc, values, error, stream
+    "pgk_index_add_atomic": [_INDEX_DESC_P, _VP, _VP, _VP],
     # dtype, positions, n, bytes (out)
     "pgk_select_flagged_workspace_size": [_INT, _INT, _I64, _U64P],
     # x, dtype, flags, n, out, workspace, workspace_bytes, stream

@@ -497,6 +497,12 @@ class CpuRuntime:
         _cpu_indexing.add(plan, values, error)
 
     @_recordable
+    def index_add_atomic(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                         stream: Stream) -> None:
+        # NumPy's add.at sums in index order: the simulation is deterministic either way.
+        _cpu_indexing.add(plan, values, error)
+
+    @_recordable
     def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
                        count: GPUArray | None, stream: Stream) -> None:
         _cpu_indexing.select(x, flags, out, count)

@@ -521,6 +521,11 @@ class CudaRuntime:
         self.activate()
         _cuda_indexing.add(self, plan, values, error, stream)
 
+    def index_add_atomic(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
+                         stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.add_atomic(self, plan, values, error, stream)
+
     def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
                        count: GPUArray | None, stream: Stream) -> None:
         self.activate()

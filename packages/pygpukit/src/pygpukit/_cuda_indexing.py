@@ -1,7 +1,7 @@
 """The CUDA backend's advanced-indexing launches (``cuda/gather_scatter.cu``), through ctypes.
 
-``pgk_index_gather`` / ``pgk_index_scatter`` / ``pgk_index_add``, ``pgk_select_flagged`` and
-``pgk_unravel_index`` of the kernels library.
+``pgk_index_gather`` / ``pgk_index_scatter`` / ``pgk_index_add`` / ``pgk_index_add_atomic``,
+``pgk_select_flagged`` and ``pgk_unravel_index`` of the kernels library.
 
 Temporary memory (CUB's, the scatter-add's sort buffers) comes from the runtime's caching
 allocator for the launch's stream and goes back to its cache at once: later work of that
@@ -82,6 +82,15 @@ def scatter(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray, error: GPUA
     status = lib.pgk_index_scatter(ctypes.byref(_desc(plan)), _ptr(values) or None,
                                    _error_ptr(error), stream.launch_handle())
     runtime.kernels.check("pgk_index_scatter", status)
+
+
+def add_atomic(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray,
+               error: GPUArray | None, stream: Stream) -> None:
+    """The plan's elements += ``values``, one atomic add per element."""
+    status = runtime.kernels._lib.pgk_index_add_atomic(
+        ctypes.byref(_desc(plan)), _ptr(values) or None, _error_ptr(error),
+        stream.launch_handle())
+    runtime.kernels.check("pgk_index_add_atomic", status)
 
 
 def add(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray, error: GPUArray | None,

@@ -914,13 +914,14 @@ def roll(a: GPUArray, shift: Any, axis: int | tuple[int, ...] | None = None) -> 
 _ADD_COMPUTE = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), _INT64}
 
 
-def add_at(x: GPUArray, indices: Any, values: Any) -> None:
+def add_at(x: GPUArray, indices: Any, values: Any, *, deterministic: bool = True) -> None:
     """``x[indices] += values`` with repeated indices accumulating (NumPy's ``add.at``).
 
-    Deterministic: the destinations are sorted stably (a radix sort of their positions) and
-    each destination's values are summed in a fixed order that depends on the index pattern
-    only, never on timing; the same call gives the same bits every time.  float16/bfloat16
-    accumulate in float32, small integer types in int64 (both rounded/wrapped once at the end).
+    Deterministic by default: the destinations are sorted stably (a radix sort of their
+    positions) and each destination's values are summed in a fixed order that depends on the
+    index pattern only, never on timing; the same call gives the same bits every time.
+    float16/bfloat16 accumulate in float32, small integer types in int64 (both rounded/wrapped
+    once at the end).
 
     Parameters
     ----------
@@ -930,19 +931,28 @@ def add_at(x: GPUArray, indices: Any, values: Any) -> None:
         Any index ``x[indices]`` accepts (integer arrays, masks, slices, ...).
     values
         Broadcast to the shape of ``x[indices]`` and cast to ``x``'s dtype (``same_kind``).
+    deterministic
+        False: one atomic add per element on the GPU (what torch's ``index_add_`` does by
+        default), several times faster with many indices, no workspace; floating-point sums of
+        repeated destinations are then rounded in an order that can change from run to run
+        (integer sums are exact either way).  The CPU simulation is deterministic either way.
     """
     _require_array(x, "add_at", "x")
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"add_at: deterministic must be a bool; got "
+                        f"{type(deterministic).__name__}")
     _check_add_cast(x.dtype, values)
     key = indices if isinstance(indices, tuple) else (indices,)
     if x.dtype.kind == "c":  # the float view's scatter-add, the pair axis a trailing slice
         _complex_fits(x, "add_at")
-        add_at(complex_pairs(x), (*key, slice(None)), complex_pairs(_as_complex(x, values)))
+        add_at(complex_pairs(x), (*key, slice(None)), complex_pairs(_as_complex(x, values)),
+               deterministic=deterministic)
         return
     if x.dtype not in _ADD_COMPUTE:
         compute = np.dtype(np.float32) if x.dtype.kind == "f" else _INT64
         staged = x.astype(compute)
         add_at(staged, indices, values if not isinstance(values, GPUArray)
-               else values.astype(compute))
+               else values.astype(compute), deterministic=deterministic)
         if x.dtype == _BOOL:
             staged = _math.binary("not_equal", staged, 0)
         copy_into(staged, x)
@@ -958,7 +968,10 @@ def add_at(x: GPUArray, indices: Any, values: Any) -> None:
     touch(stream, staged_values, *plan.indices, written=plan.base)
     if error is not None:
         touch(stream, written=error)
-    runtime.index_add(plan, staged_values, error, stream)
+    if deterministic:
+        runtime.index_add(plan, staged_values, error, stream)
+    else:
+        runtime.index_add_atomic(plan, staged_values, error, stream)
     _raise_recorded(prepared, error)
 
 
@@ -992,18 +1005,20 @@ def _check_add_cast(dtype: np.dtype[Any], values: Any) -> None:
                         "'same_kind'")
 
 
-def index_add(x: GPUArray, axis: int, index: Any, values: Any) -> None:
+def index_add(x: GPUArray, axis: int, index: Any, values: Any, *,
+              deterministic: bool = True) -> None:
     """``x[..., index, ...] += values`` along ``axis``, duplicates accumulating (in place).
 
-    The same deterministic scatter-add as :func:`add_at`, with torch's ``index_add_`` layout:
-    ``index`` is 1-D and ``values`` has ``x``'s shape with ``len(index)`` along ``axis``.
+    The same scatter-add as :func:`add_at` (deterministic unless ``deterministic=False``), with
+    torch's ``index_add_`` layout: ``index`` is 1-D and ``values`` has ``x``'s shape with
+    ``len(index)`` along ``axis``.
     """
     _require_array(x, "index_add", "x")
     dim = _layout.normalize_axis(axis, x.ndim)
     item = _index_operand(index, "index_add")
     if isinstance(item, int) or len(item.shape) != 1:
         raise ValueError("index_add: index must be 1-D")
-    add_at(x, (slice(None),) * dim + (item,), values)
+    add_at(x, (slice(None),) * dim + (item,), values, deterministic=deterministic)
 
 
 def _attach_hooks() -> None:
