@@ -253,7 +253,9 @@ def index_view(
             out_shape.append(length)
             out_strides.append(strides[dim] * step)
             dim += 1
-        elif isinstance(item, bool):
+        elif isinstance(item, bool) or getattr(item, "ndim", 0) != 0:
+            # Arrays of any kind go straight to advanced indexing: trying their __index__
+            # first costs a formatted TypeError per call (tens of microseconds of a[idx]).
             raise AdvancedIndex("advanced index")
         else:
             try:
