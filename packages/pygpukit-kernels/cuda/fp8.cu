@@ -1,7 +1,9 @@
 // FP8 (float8_e4m3fn, float8_e5m2): the scaled cast kernel (pgk_fp8_cast) and the FP8 matrix
-// product's C ABI (pgk_gemm_fp8, dispatching to the sm_90a family where the build has it).
+// product's C ABI (pgk_gemm_fp8): the sm_90a TMA/WGMMA family on compute capability 9.0, the
+// mma.sync family (sm_89+) on 8.9, 10.x and 12.x and for what the sm_90a family declines.
 // Built for every arch of the build: cuda_fp8.h converts in hardware on sm_89+ and in software
 // before.
+#include <atomic>
 #include <climits>
 #include <cstdint>
 
@@ -11,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "gemm/gemm_problem.cuh"
+#include "gemm/sm89_fp8_configs.cuh"
 #include "gemm/sm90_fp8_configs.cuh"
 #include "pygpukit_kernels.h"
 
@@ -108,14 +111,30 @@ extern "C" PGK_API int pgk_fp8_cast(const void* src, int src_dtype, void* dst, i
   return static_cast<int>(cudaGetLastError());
 }
 
-extern "C" PGK_API int pgk_gemm_fp8_force_config(int config) {
-  if (config < 0 || config > 3) return cudaErrorInvalidValue;
-#if PGK_HAVE_SM90
-  pgk::gemm::sm90fp8::force_config(config);
-  return cudaSuccess;
-#else
-  return cudaErrorNotSupported;
+// Which FP8 product families the build has (CMakeLists.txt defines both; 0 when absent).
+#ifndef PGK_HAVE_SM90
+#define PGK_HAVE_SM90 0
 #endif
+#ifndef PGK_HAVE_SM89_FP8
+#define PGK_HAVE_SM89_FP8 0
+#endif
+
+namespace {
+// Test hook (pgk_gemm_fp8_force_config 4): the mma.sync family even on compute capability 9.0.
+std::atomic<bool> g_force_mma{false};
+}  // namespace
+
+extern "C" PGK_API int pgk_gemm_fp8_force_config(int config) {
+  if (config < 0 || config > 4) return cudaErrorInvalidValue;
+  // 1-3 pick a kernel of the sm_90a family, 4 the mma.sync family: each needs its family built.
+  if ((config >= 1 && config <= 3 && !PGK_HAVE_SM90) || (config == 4 && !PGK_HAVE_SM89_FP8) ||
+      (!PGK_HAVE_SM90 && !PGK_HAVE_SM89_FP8))
+    return cudaErrorNotSupported;
+#if PGK_HAVE_SM90
+  pgk::gemm::sm90fp8::force_config(config == 4 ? 0 : config);
+#endif
+  g_force_mma.store(config == 4, std::memory_order_relaxed);
+  return cudaSuccess;
 }
 
 extern "C" PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* d, void* stream) {
@@ -137,7 +156,7 @@ extern "C" PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* d, void* stream) {
     return cudaErrorInvalidValue;
   if ((d->scale_a_per_row && d->scale_a == nullptr) || (d->scale_b_per_col && d->scale_b == nullptr))
     return cudaErrorInvalidValue;
-#if PGK_HAVE_SM90
+#if PGK_HAVE_SM90 || PGK_HAVE_SM89_FP8
   pgk::gemm::sm90fp8::Fp8Problem p{};
   p.m = int(d->m);
   p.n = int(d->n);
@@ -158,7 +177,20 @@ extern "C" PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* d, void* stream) {
   p.bias = d->bias;
   p.act = d->activation;
   pgk::gemm::note_kernel("");
-  const cudaError_t status = pgk::gemm::sm90_fp8_gemm(p, static_cast<cudaStream_t>(stream));
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  // Each family declines (cudaErrorNotSupported, nothing launched) what it cannot run: another
+  // arch, the e5m2 x e5m2 pair, operands it cannot read.  Hopper: WGMMA first (faster), then
+  // mma.sync (e.g. a C whose rows are not 16-byte aligned); elsewhere mma.sync alone.
+  cudaError_t status = cudaErrorNotSupported;
+#if PGK_HAVE_SM90
+  if (!g_force_mma.load(std::memory_order_relaxed)) status = pgk::gemm::sm90_fp8_gemm(p, s);
+#endif
+#if PGK_HAVE_SM89_FP8
+  if (status == cudaErrorNotSupported) {
+    (void)cudaGetLastError();  // a decline launched nothing; keep the error state clean anyway
+    status = pgk::gemm::sm89_fp8_gemm(p, s);
+  }
+#endif
   pgk::gemm::publish_kernel(status == cudaSuccess);
   return static_cast<int>(status);
 #else

@@ -467,7 +467,7 @@ PGK_API int pgk_unravel_index(const int64_t* flat, int64_t count, int ndim, cons
                               int mode, int64_t* out, int64_t out_stride_dim,
                               int64_t out_stride_i, int64_t* error, void* stream);
 
-/* ---- FP8: float8_e4m3fn / float8_e5m2 (fp8.cu, gemm/sm90_fp8_*.cu) ----
+/* ---- FP8: float8_e4m3fn / float8_e5m2 (fp8.cu, gemm/sm90_fp8_*.cu, gemm/sm89_fp8_*.cu) ----
  *
  * Storage dtypes: one byte per element (OCP FP8: E4M3 without infinities, max 448, one NaN
  * pattern per sign; E5M2 with infinities, max 57344).  Only pgk_fp8_cast and pgk_gemm_fp8 take
@@ -492,10 +492,13 @@ PGK_API int pgk_fp8_cast(const void* src, int src_dtype, void* dst, int dst_dtyp
  * C row-major (m, n) of out_dtype (PGK_BFLOAT16, PGK_FLOAT16 or PGK_FLOAT32).  scale_a: one
  * float32 (scale_a_per_row 0) or m of them (1); scale_b: one (scale_b_per_col 0) or n (1); NULL
  * = 1.  bias: NULL or n contiguous elements of out_dtype.  Pairs: e4m3 x e4m3, e4m3 x e5m2,
- * e5m2 x e4m3.  Runs on compute capability 9.0 (sm_90a TMA/WGMMA kernels) when the build has
- * them; elsewhere, for an e5m2 x e5m2 pair, and for operands TMA cannot read (pointers, lda,
- * ldb or ldc*sizeof(out) not multiples of 16 bytes) it returns cudaErrorNotSupported (801)
- * without launching anything.  cudaErrorInvalidValue (1) for malformed descriptors. */
+ * e5m2 x e4m3.  Two kernel families: on compute capability 9.0 the sm_90a TMA/WGMMA kernels
+ * (they need the pointers, lda, ldb and ldc*sizeof(out) to be multiples of 16 bytes); on 8.9
+ * (Ada), 10.x and 12.x (Blackwell), and on 9.0 for what the WGMMA kernels decline, mma.sync FP8
+ * kernels (CUTLASS 2.x; they need a, b, lda, ldb and k to be multiples of 16 bytes / elements,
+ * C only its element alignment).  Below 8.9, for an e5m2 x e5m2 pair, in a build without a
+ * family for the device, and for operands no family can read it returns cudaErrorNotSupported
+ * (801) without launching anything.  cudaErrorInvalidValue (1) for malformed descriptors. */
 typedef struct pgk_gemm_fp8_desc {
   int64_t m, n, k;
   int32_t a_dtype, b_dtype, out_dtype, activation;
@@ -514,9 +517,10 @@ typedef struct pgk_gemm_fp8_desc {
 PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* desc, void* stream);
 /* Test hook (benchmarks, configuration probes): 0 = choose the kernel by shape (default); 1, 2,
  * 3 = always the "l" (128x256 cooperative, cluster 2x1), "m" (128x128 ping-pong) or "s"
- * (64x64 ping-pong on C^T = B^T A^T) e4m3 x e4m3 kernel.  Process-wide.  Returns
- * cudaErrorInvalidValue for another value, and cudaErrorNotSupported in a build without the
- * sm_90a kernels. */
+ * (64x64 ping-pong on C^T = B^T A^T) sm_90a e4m3 x e4m3 kernel; 4 = the mma.sync family even on
+ * compute capability 9.0.  Process-wide.  Returns cudaErrorInvalidValue for another value, and
+ * cudaErrorNotSupported for 1-3 in a build without the sm_90a kernels and for 4 in a build
+ * without the mma.sync FP8 kernels. */
 PGK_API int pgk_gemm_fp8_force_config(int config);
 
 #ifdef __cplusplus

@@ -8,6 +8,7 @@ arithmetic, and products with a float64 reference of the dequantized operands.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
@@ -165,7 +166,8 @@ def test_linear_fp8_vs_float64(backend: str, shape: tuple[int, int, int], kind: 
             got = y.to_numpy()
             assert _rel(got, ref) < TOL[out_dtype], (act, b is None)
             if backend == "cuda":
-                assert y._rt.gemm_last_kernel().startswith("sm90_fp8"), y._rt.gemm_last_kernel()
+                family = "sm90_fp8" if tuple(y._rt.compute_capability) == (9, 0) else "sm89_fp8"
+                assert y._rt.gemm_last_kernel().startswith(family), y._rt.gemm_last_kernel()
 
 
 @pytest.mark.parametrize("pair", [(E4, E4), (E4, E5), (E5, E4)],
@@ -260,10 +262,112 @@ class _FakeRuntime:
         return "cuda:0 (Fake GPU)"
 
 
-def test_fp8_products_refuse_gpus_without_fp8_kernels() -> None:
-    with pytest.raises(NotImplementedError, match=r"compute capability 8\.9 or newer.*8\.0"):
-        _fp8._check_device(_FakeRuntime((8, 0)), "matmul")  # type: ignore[arg-type]
-    for cc in ((8, 9), (10, 0), (12, 0)):
-        with pytest.raises(NotImplementedError, match=r"9\.0 \(Hopper, sm_90a\) only"):
-            _fp8._check_device(_FakeRuntime(cc), "linear")  # type: ignore[arg-type]
-    _fp8._check_device(_FakeRuntime((9, 0)), "matmul")  # type: ignore[arg-type]
+def test_fp8_products_need_compute_capability_8_9() -> None:
+    for cc in ((7, 5), (8, 0), (8, 6)):
+        with pytest.raises(NotImplementedError,
+                           match=rf"compute capability 8\.9 or newer.*{cc[0]}\.{cc[1]}"):
+            _fp8._check_device(_FakeRuntime(cc), "matmul")  # type: ignore[arg-type]
+    for cc in ((8, 9), (9, 0), (10, 0), (10, 3), (12, 0), (12, 1)):
+        _fp8._check_device(_FakeRuntime(cc), "linear")  # type: ignore[arg-type]
+
+
+# -- the mma.sync FP8 kernels (sm_89+), forced on Hopper ------------------------------------
+@pytest.fixture
+def mma_fp8(backend: str) -> Iterator[str]:
+    """On CUDA: pgk_gemm_fp8_force_config(4) (the mma.sync FP8 kernels, which run by default on
+    compute capability 8.9, 10.x and 12.x, also on Hopper) for the test, 0 after it."""
+    if backend != "cuda":
+        yield backend
+        return
+    import pygpukit_kernels
+
+    cc = tuple(gp.from_numpy(np.zeros(1, np.float32))._rt.compute_capability)
+    if cc < (8, 9):
+        pytest.skip(f"no FP8 tensor cores (compute capability {cc[0]}.{cc[1]})")
+    force = pygpukit_kernels.load().pgk_gemm_fp8_force_config
+    assert force(4) == 0
+    try:
+        yield backend
+    finally:
+        assert force(0) == 0
+
+
+def _mma_ran(backend: str, y: gp.GPUArray) -> None:
+    if backend == "cuda":
+        assert y._rt.gemm_last_kernel().startswith("sm89_fp8_"), y._rt.gemm_last_kernel()
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("pair", [(E4, E4), (E4, E5), (E5, E4)],
+                         ids=lambda p: f"{IDS[p[0]]}x{IDS[p[1]]}")
+def test_mma_fp8_pairs_scales_bias_and_activations(mma_fp8: str, pair: tuple[np.dtype[Any], ...],
+                                                   out_dtype: str) -> None:
+    rng = np.random.default_rng(11)
+    m, k, n = 96, 160, 72
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    w = rng.standard_normal((n, k)).astype(np.float32) * 0.1
+    bias = rng.standard_normal(n).astype(np.float32)
+    for kind in ("tensor", "row"):
+        qx, sx = gp.quantize_fp8(gp.from_numpy(x), pair[0], scale=kind)
+        qw, sw = gp.quantize_fp8(gp.from_numpy(w), pair[1], scale=kind)
+        xd = _dequant(qx.to_numpy(), sx.to_numpy(), (-1, 1) if kind == "row" else ())
+        wd = _dequant(qw.to_numpy(), sw.to_numpy(), (-1, 1) if kind == "row" else ())
+        pre = xd @ wd.T
+        for act, ref_act in (("relu", ACTS["relu"]), ("gelu", _gelu), ("gelu_tanh", _gelu_tanh),
+                             (None, ACTS[None])):
+            for b in (None, bias):
+                y = gp.linear(qx, qw, None if b is None else gp.from_numpy(b), act, scale_x=sx,
+                              scale_weight=sw, out_dtype=out_dtype)
+                _mma_ran(mma_fp8, y)
+                ref = ref_act(pre + (0 if b is None else b.astype(np.float64)))
+                assert _rel(y.to_numpy(), ref) < TOL[out_dtype], (kind, act, b is None)
+    # No scales at all: the raw FP8 product.
+    qa = gp.from_numpy(x).astype(pair[0])
+    qb = gp.from_numpy(w).astype(pair[1])
+    raw = gp.matmul(qa, qb.T, out_dtype=out_dtype)
+    _mma_ran(mma_fp8, raw)
+    want = qa.to_numpy().astype(np.float64) @ qb.to_numpy().astype(np.float64).T
+    assert _rel(raw.to_numpy(), want) < TOL[out_dtype]
+
+
+def _gelu(v: np.ndarray) -> np.ndarray:
+    from math import erf
+
+    return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2)))
+
+
+def _gelu_tanh(v: np.ndarray) -> np.ndarray:
+    return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("shape", [(1, 16, 8), (1, 16, 1), (3, 16, 5), (1, 20, 3),
+                                   (130, 48, 33), (257, 4096, 130)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_mma_fp8_odd_shapes(mma_fp8: str, shape: tuple[int, int, int], out_dtype: str) -> None:
+    # m = 1, K at the 16-element minimum (and 20, zero-padded to 32), N below one vector of
+    # the output and not a multiple of 8; per-row x per-column scales with a bias (no
+    # activation: a relu could zero a 1x1 result, whose relative error is then undefined).
+    m, k, n = shape
+    rng = np.random.default_rng(m * 7 + k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    qx, sx = gp.quantize_fp8(gp.from_numpy(x), scale="row")
+    qw, sw = gp.quantize_fp8(gp.from_numpy(w), scale="row")
+    y = gp.linear(qx, qw, gp.from_numpy(bias), scale_x=sx, scale_weight=sw, out_dtype=out_dtype)
+    _mma_ran(mma_fp8, y)
+    assert y.shape == (m, n)
+    xd = _dequant(qx.to_numpy(), sx.to_numpy(), (-1, 1))
+    wd = _dequant(qw.to_numpy(), sw.to_numpy(), (-1, 1))
+    ref = xd @ wd.T + bias.astype(np.float64)
+    assert _rel(y.to_numpy(), ref) < TOL[out_dtype]
+    # matmul with a (1, N) column scale and a per-tensor scale of a (2**-10: the unscaled FP8
+    # values reach 448, their products over K would overflow float16).
+    cols = gp.from_numpy(rng.uniform(0.5, 2, (1, n)).astype(np.float32))
+    got = gp.matmul(qx, qw.T, scale_a=gp.from_numpy(np.float32([2.0 ** -10])), scale_b=cols,
+                    out_dtype=out_dtype)
+    _mma_ran(mma_fp8, got)
+    want = 2.0 ** -10 * (qx.to_numpy().astype(np.float64) @ qw.to_numpy().astype(np.float64).T) \
+        * cols.to_numpy().astype(np.float64)
+    assert _rel(got.to_numpy(), want) < TOL[out_dtype]

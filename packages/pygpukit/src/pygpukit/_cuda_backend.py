@@ -325,8 +325,8 @@ class CudaRuntime:
             raise NotImplementedError(
                 f"matmul: no FP8 kernel of this build runs this product on {self.describe()} "
                 f"(compute capability {major}.{minor}; {a.dtype.name} x {b.dtype.name} -> "
-                f"{c.dtype.name}); the FP8 kernels are built for compute capability 9.0 "
-                "(sm_90a) only")
+                f"{c.dtype.name}); the FP8 kernels need compute capability 8.9 or newer, "
+                "16-byte aligned operand rows and K a multiple of 16 on the mma.sync kernels")
         self.kernels.check("pgk_gemm_fp8", status)
 
     def fill(self, dst: GPUArray, value: Any, stream: Stream) -> None:

@@ -5,8 +5,9 @@ with ``astype`` (plain casts, as torch's ``.to(float8)``: round to nearest even,
 for E4M3 (it has no infinity) and to +-inf for E5M2), quantized with :func:`quantize_fp8`
 (scaled, saturating) and dequantized with :func:`dequantize_fp8`.  Their one arithmetic is the
 scaled product: ``matmul`` / ``linear`` with FP8 operands, float32 scales (per tensor or per
-row) and a bfloat16 / float16 / float32 result, on Hopper's FP8 tensor cores (CUTLASS sm_90a
-kernels) or, on the CPU simulation, in float64.  Everything else refuses FP8 operands with a
+row) and a bfloat16 / float16 / float32 result, on the FP8 tensor cores of compute capability
+8.9 and newer (CUTLASS sm_90a TMA/WGMMA kernels on Hopper, mma.sync kernels on Ada and
+Blackwell) or, on the CPU simulation, in float64.  Everything else refuses FP8 operands with a
 TypeError, as torch refuses most FP8 arithmetic.
 
 The runtimes execute two primitives: ``fp8_cast`` (contiguous arrays, optional device scale)
@@ -49,10 +50,10 @@ AMAX_FLOOR = 1e-12
 
 _FLOATS = (float16, bfloat16, float32, float64)
 _OUT_DTYPES = (bfloat16, float16, float32)
-#: Compute capability of the first GPUs with FP8 tensor cores (Ada, sm_89).
+#: Compute capability of the first GPUs with FP8 tensor cores (Ada, sm_89).  The kernels wheel
+#: has FP8 product kernels from there on: mma.sync kernels for 8.9, 10.x and 12.x (SASS for sm_89,
+#: sm_100, sm_120 and PTX from sm_120), TMA/WGMMA kernels for 9.0.
 _FP8_MIN_CC = (8, 9)
-#: What the kernels wheel has FP8 product kernels for.
-_FP8_KERNEL_CC = ((9, 0),)
 
 
 # -- plain casts -----------------------------------------------------------------------------
@@ -249,22 +250,29 @@ def dequantize_fp8(q: GPUArray, scale: GPUArray | None = None, dtype: Any = "flo
 
 # -- scaled products -------------------------------------------------------------------------
 def _check_device(runtime: Runtime, op: str) -> None:
-    """Refuse GPUs without FP8 tensor cores, and archs this build has no FP8 kernels for."""
+    """Refuse GPUs without FP8 tensor cores (compute capability below 8.9).
+
+    Parameters
+    ----------
+    runtime
+        The runtime of the product's operands; ``(0, 0)`` (the CPU simulation, which computes
+        in float64) passes.
+    op
+        The public name of the operation, for the message.
+
+    Raises
+    ------
+    NotImplementedError
+        For a GPU of compute capability below 8.9, naming it and the way around (dequantize and
+        multiply in bfloat16).
+    """
     cc = tuple(runtime.compute_capability)
-    if cc == (0, 0):  # the CPU simulation computes in float64
+    if cc == (0, 0) or cc >= _FP8_MIN_CC:
         return
-    if cc in _FP8_KERNEL_CC:
-        return
-    name = runtime.describe()
-    if cc < _FP8_MIN_CC:
-        raise NotImplementedError(
-            f"{op}: FP8 products need FP8 tensor cores (compute capability 8.9 or newer); "
-            f"{name} has compute capability {cc[0]}.{cc[1]}.  Dequantize the operands "
-            "(pygpukit.dequantize_fp8) and multiply in bfloat16 instead.")
     raise NotImplementedError(
-        f"{op}: this build of pygpukit-kernels has FP8 product kernels for compute "
-        f"capability 9.0 (Hopper, sm_90a) only; {name} has {cc[0]}.{cc[1]}.  Dequantize "
-        "the operands (pygpukit.dequantize_fp8) and multiply in bfloat16 instead.")
+        f"{op}: FP8 products need FP8 tensor cores (compute capability 8.9 or newer); "
+        f"{runtime.describe()} has compute capability {cc[0]}.{cc[1]}.  Dequantize the "
+        "operands (pygpukit.dequantize_fp8) and multiply in bfloat16 instead.")
 
 
 def _scale_arg(scale: Any, argument: str, per_shape: tuple[int, int], op: str
@@ -406,7 +414,8 @@ def _scaled_product_checked(op: str, a: GPUArray, b_nk: GPUArray, scale_a: Any, 
     _check_device(runtime, op)
     if k == 0:
         raise ValueError(f"{op}: FP8 products need at least one column in {names[0]} (K >= 1)")
-    # FP8 tensor cores read both operands K-major, through TMA: 16-byte rows.
+    # FP8 tensor cores read both operands K-major (TMA on Hopper, 16-byte cp.async on the
+    # mma.sync kernels): 16-byte rows, K a multiple of 16.
     k16 = -(-k // 16) * 16
     a2 = _k_major(a, k16)
     b2 = _k_major(b_nk, k16)

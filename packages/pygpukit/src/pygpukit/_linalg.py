@@ -377,9 +377,9 @@ def matmul(a: Any, b: Any, *, out: GPUArray | None = None, precision: str | None
         bfloat16 (default), float16 or float32.  The FP8 tensor cores read ``b`` K-major:
         ``b`` should be a transposed view of an (N, K) row-major matrix (``w.T``), as for
         ``torch._scaled_mm``; a row-major (K, N) ``b`` is first transposed into a temporary
-        (one extra read and write of ``b``).  Needs a Hopper GPU (compute capability 9.0;
-        NotImplementedError elsewhere, naming the device); the CPU simulation computes in
-        float64.  See :mod:`pygpukit._fp8`.
+        (one extra read and write of ``b``).  Needs FP8 tensor cores (compute capability 8.9
+        or newer: Ada, Hopper, Blackwell; NotImplementedError on older GPUs, naming the
+        device); the CPU simulation computes in float64.  See :mod:`pygpukit._fp8`.
 
     Returns
     -------
