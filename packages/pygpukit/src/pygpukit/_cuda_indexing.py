@@ -1,11 +1,11 @@
 """The CUDA backend's advanced-indexing launches (``cuda/gather_scatter.cu``), through ctypes.
 
-``pgk_index_gather`` / ``pgk_index_scatter`` / ``pgk_index_add``, ``pgk_select_flagged`` and
-``pgk_unravel_index`` of the kernels library.
+``pgk_index_gather`` / ``pgk_index_scatter`` / ``pgk_index_add``, ``pgk_select_flagged`` (and
+its two halves) and ``pgk_unravel_index`` of the kernels library.
 
-Temporary memory (CUB's, the scatter-add's sort buffers) comes from the runtime's caching
-allocator for the launch's stream and goes back to its cache at once: later work of that
-stream only may reuse it (stream order keeps it safe), as for the GEMM workspace.
+Temporary memory (the compaction's, CUB's and the scatter-add's sort buffers) comes from the
+runtime's caching allocator for the launch's stream and goes back to its cache at once: later
+work of that stream only may reuse it (stream order keeps it safe), as for the GEMM workspace.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def select(runtime: CudaRuntime, x: GPUArray | None, flags: GPUArray, out: GPUAr
                                     size.value, stream.launch_handle())
     runtime.kernels.check("pgk_select_flagged", status)
     if count is not None and n and workspace is not None:
-        # CUB left the count in the workspace's first 8 bytes: copied out before the
+        # The count pass left the count in the workspace's first 8 bytes: copied out before the
         # workspace goes back to the cache (stream order keeps its next user behind the copy).
         drv.memcpy_dtod_async(_ptr(count), workspace.address, 8, stream.handle)
 
