@@ -445,16 +445,27 @@ PGK_API int pgk_index_add(const pgk_index_desc* desc, const void* values, int64_
 PGK_API int pgk_index_add_atomic(const pgk_index_desc* desc, const void* values, int64_t* error,
                                  void* stream);
 
-/* Mask compaction (cub::DeviceSelect::Flagged): the elements of the contiguous x (n of dtype)
- * whose flag byte is non-zero, in order, into out; with x NULL, their positions 0..n-1 as int64
- * (nonzero).  The caller sizes out from the number of flags set (counted beforehand); the
- * count CUB writes goes to the first 8 bytes of `workspace` (16-byte aligned, at least
- * pgk_select_flagged_workspace_size(dtype, x == NULL, n) bytes). */
+/* Mask compaction: the elements of the contiguous x (n of dtype) whose flag byte is non-zero,
+ * in order, into out; with x NULL, their positions 0..n-1 as int64 (nonzero).  out has room for
+ * the flags set (at most n); their number goes to the first 8 bytes of `workspace` (16-byte
+ * aligned, at least pgk_select_flagged_workspace_size(dtype, x == NULL, n) bytes, which also
+ * holds the bit-packed flags and per-tile offsets between the passes). */
 PGK_API int pgk_select_flagged_workspace_size(int dtype, int positions, int64_t n,
                                               uint64_t* bytes);
 PGK_API int pgk_select_flagged(const void* x, int dtype, const uint8_t* flags, int64_t n,
                                void* out, void* workspace, uint64_t workspace_bytes,
                                void* stream);
+
+/* The two halves of pgk_select_flagged, for a caller that reads the count on the host before
+ * the compaction has run: pgk_select_flagged_count writes the count into the first 8 bytes of
+ * `workspace` (and the packed flags and tile offsets that the compaction reads after it);
+ * pgk_select_flagged_compact, later on the same stream with the same workspace and n, writes
+ * the flagged elements of x (or with x NULL their int64 positions) into out. */
+PGK_API int pgk_select_flagged_count(const uint8_t* flags, int64_t n, void* workspace,
+                                     uint64_t workspace_bytes, void* stream);
+PGK_API int pgk_select_flagged_compact(const void* x, int dtype, int64_t n, void* out,
+                                       const void* workspace, uint64_t workspace_bytes,
+                                       void* stream);
 
 /* *count = the number of non-zero bytes of flags[0, n) (the launcher zeroes it first; exact:
  * integer atomics).  Sizes the result of a compaction. */

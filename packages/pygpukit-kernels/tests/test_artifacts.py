@@ -83,7 +83,8 @@ def test_header_declares_every_exported_launcher() -> None:
                    "pgk_random", "pgk_random_integers", "pgk_random_choice",
                    "pgk_index_gather", "pgk_index_scatter", "pgk_index_add", "pgk_index_add_atomic",
                    "pgk_index_add_workspace_size", "pgk_select_flagged",
-                   "pgk_select_flagged_workspace_size", "pgk_unravel_index",
+                   "pgk_select_flagged_workspace_size", "pgk_select_flagged_count",
+                   "pgk_select_flagged_compact", "pgk_unravel_index",
                    "pgk_count_flags", "pgk_fp8_cast", "pgk_gemm_fp8",
                    "pgk_gemm_fp8_force_config"):
         assert f"{symbol}(" in header

@@ -105,6 +105,19 @@ def test_select_unravel_count_reject_bad_arguments(lib: ctypes.CDLL) -> None:
     size = ctypes.c_uint64(0)
     assert lib.pgk_select_flagged_workspace_size(10, 0, 4, ctypes.byref(size)) == INVALID
     assert lib.pgk_select_flagged_workspace_size(dt, 0, -1, ctypes.byref(size)) == INVALID
+    assert lib.pgk_select_flagged_workspace_size(dt, 0, 4, ctypes.byref(size)) == 0
+    big = size.value
+    count, compact = lib.pgk_select_flagged_count, lib.pgk_select_flagged_compact
+    assert count(FAKE, -1, FAKE, big, None) == INVALID
+    assert count(None, 4, FAKE, big, None) == INVALID
+    assert count(FAKE, 4, None, big, None) == INVALID
+    assert count(FAKE, 4, FAKE, big - 1, None) == INVALID  # workspace too small
+    assert count(None, 0, None, 0, None) == 0  # empty
+    assert compact(FAKE, 10, 4, FAKE, FAKE, big, None) == INVALID  # dtype
+    assert compact(FAKE, dt, 4, None, FAKE, big, None) == INVALID
+    assert compact(FAKE, dt, 4, FAKE, None, big, None) == INVALID
+    assert compact(FAKE, dt, 4, FAKE, FAKE, big - 1, None) == INVALID
+    assert compact(None, dt, 0, None, None, 0, None) == 0
     shape = (ctypes.c_int64 * 2)(3, 4)
     unravel = lib.pgk_unravel_index
     assert unravel(FAKE, 4, 0, shape, 0, FAKE, 8, 16, None, None) == INVALID  # ndim 0

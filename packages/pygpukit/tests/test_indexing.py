@@ -200,6 +200,29 @@ def test_mask_select_over_many_tiles_and_offsets(backend: str, dtype: Any, offse
         np.testing.assert_array_equal(gp.nonzero(flags)[0].to_numpy(), np.flatnonzero(mask))
 
 
+@pytest.mark.parametrize("n", [1, 2, 17, 4095, 4096, 4097, 16383, 16384, 16385, 3 * 16384 + 1])
+def test_mask_select_at_tile_boundaries(backend: str, n: int) -> None:
+    """Sizes at the GPU compaction's boundaries (tiles of 4096 elements, packed four to a
+    block of the counting pass): all-true, all-false, one set at either end, random; values
+    (1, 2, 4 and 8 bytes) and positions (nonzero), and the result used at once by more work
+    (on the GPU the host has the count before the compaction has finished)."""
+    rng = np.random.default_rng(n)
+    values = {dt: gp.from_numpy((rng.standard_normal(n) * 100).astype(dt))
+              for dt in (np.int8, np.float16, np.float32, np.float64)}
+    first, last = np.zeros(n, bool), np.zeros(n, bool)
+    first[0] = last[-1] = True
+    for mask in (np.ones(n, bool), np.zeros(n, bool), first, last, rng.random(n) < 0.5):
+        flags = gp.from_numpy(mask)
+        for arr in values.values():
+            host = arr.to_numpy()
+            got = arr[flags]
+            assert got.shape == (int(mask.sum()),)
+            np.testing.assert_array_equal(got.to_numpy(), host[mask])
+        doubled = (values[np.float32][flags] * 2).to_numpy()
+        np.testing.assert_array_equal(doubled, values[np.float32].to_numpy()[mask] * 2)
+        np.testing.assert_array_equal(gp.nonzero(flags)[0].to_numpy(), np.flatnonzero(mask))
+
+
 def test_mask_shape_mismatch(backend: str) -> None:
     arr = gp.zeros((4, 3))
     with pytest.raises(IndexError, match="boolean index did not match indexed array along "

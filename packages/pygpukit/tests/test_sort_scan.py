@@ -312,6 +312,16 @@ def test_float32_cumsum_of_a_long_row(backend: str, offset: int) -> None:
     check_scan(gp.cumsum(g), x[offset:], np.cumsum, None, tol=1e-3)
 
 
+@pytest.mark.parametrize("n", [4095, 4096, 4097, 3 * 4096 + 1, 65536 * 3 + 5])
+def test_float32_cumsum_around_scan_tiles(backend: str, n: int) -> None:
+    """float32 sums at the GPU scan's tile boundaries (4096 elements on sm_90), one row and a
+    few long rows (one device-wide scan per row)."""
+    x = np.random.default_rng(n).uniform(-1.0, 1.5, n).astype(np.float32)
+    check_scan(gp.cumsum(gp.from_numpy(x)), x, np.cumsum, None, tol=1e-3)
+    rows = np.random.default_rng(1).uniform(0.5, 1.5, (3, n)).astype(np.float32)
+    check_scan(gp.cumsum(gp.from_numpy(rows), axis=1), rows, np.cumsum, 1, tol=1e-3)
+
+
 def test_scan_errors(backend: str) -> None:
     g = gp.from_numpy(np.arange(4, dtype=np.int32))
     with pytest.raises(TypeError, match="dtype"):

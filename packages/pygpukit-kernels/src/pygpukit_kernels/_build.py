@@ -388,6 +388,10 @@ _LAUNCHERS.update({
     "pgk_select_flagged_workspace_size": [_INT, _INT, _I64, _U64P],
     # x, dtype, flags, n, out, workspace, workspace_bytes, stream
     "pgk_select_flagged": [_VP, _INT, _VP, _I64, _VP, _VP, ctypes.c_uint64, _VP],
+    # flags, n, workspace, workspace_bytes, stream
+    "pgk_select_flagged_count": [_VP, _I64, _VP, ctypes.c_uint64, _VP],
+    # x, dtype, n, out, workspace, workspace_bytes, stream
+    "pgk_select_flagged_compact": [_VP, _INT, _I64, _VP, _VP, ctypes.c_uint64, _VP],
     # flags, n, count (out), stream
     "pgk_count_flags": [_VP, _I64, _VP, _VP],
     # flat, count, ndim, shape, mode, out, out_stride_dim, out_stride_i, error, stream

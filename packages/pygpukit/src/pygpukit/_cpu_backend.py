@@ -507,6 +507,11 @@ class CpuRuntime:
                        count: GPUArray | None, stream: Stream) -> None:
         _cpu_indexing.select(x, flags, out, count)
 
+    def select_flagged_counted(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
+                               stream: Stream) -> int:
+        refuse_in_capture("reading a selection's count on the host")
+        return _cpu_indexing.select(x, flags, out, None)
+
     @_recordable
     def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
                       error: GPUArray | None, stream: Stream) -> None:

@@ -106,10 +106,11 @@ def add(plan: IndexPlan, values: GPUArray, error: GPUArray | None) -> None:
         np.add.at(typed, positions[valid], host_view(values).reshape(-1)[valid])
 
 
-def select(x: GPUArray | None, flags: GPUArray, out: GPUArray, count: GPUArray | None) -> None:
+def select(x: GPUArray | None, flags: GPUArray, out: GPUArray, count: GPUArray | None) -> int:
     """``out[:k] = x[flags]`` (flat, C order), or with ``x`` None the flags' flat positions.
 
-    ``k``, the number selected, goes into ``count[0]`` when ``count`` is given.
+    Returns ``k``, the number selected, which also goes into ``count[0]`` when ``count`` is
+    given.
     """
     from pygpukit._cpu_backend import host_view
 
@@ -118,6 +119,7 @@ def select(x: GPUArray | None, flags: GPUArray, out: GPUArray, count: GPUArray |
     host_view(out).reshape(-1)[:values.size] = values
     if count is not None:
         host_view(count)[...] = values.size
+    return int(values.size)
 
 
 def unravel(flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,

@@ -124,6 +124,7 @@ class CudaRuntime:
         self.compute_capability = self._device.compute_capability
         self.total_memory = self._device.total_memory
         self.kernels = _kernels()
+        self.host_counts = _cuda_indexing.HostCounts()
         self._gemm_workspace: dict[tuple[int, ...], int] = {}
         self.allocator = CachingAllocator(_RawDeviceMemory(self), self.describe)
         self.default_stream = Stream._wrap(self, drv.Stream(non_blocking=True), 0)
@@ -530,6 +531,12 @@ class CudaRuntime:
                        count: GPUArray | None, stream: Stream) -> None:
         self.activate()
         _cuda_indexing.select(self, x, flags, out, count, stream)
+
+    def select_flagged_counted(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
+                               stream: Stream) -> int:
+        refuse_in_capture("reading a selection's count on the host")
+        self.activate()
+        return _cuda_indexing.select_counted(self, x, flags, out, stream)
 
     def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,
                       error: GPUArray | None, stream: Stream) -> None:

@@ -1,16 +1,17 @@
 """The CUDA backend's advanced-indexing launches (``cuda/gather_scatter.cu``), through ctypes.
 
 ``pgk_index_gather`` / ``pgk_index_scatter`` / ``pgk_index_add`` / ``pgk_index_add_atomic``,
-``pgk_select_flagged`` and ``pgk_unravel_index`` of the kernels library.
+``pgk_select_flagged`` (and its two halves) and ``pgk_unravel_index`` of the kernels library.
 
-Temporary memory (CUB's, the scatter-add's sort buffers) comes from the runtime's caching
-allocator for the launch's stream and goes back to its cache at once: later work of that
-stream only may reuse it (stream order keeps it safe), as for the GEMM workspace.
+Temporary memory (the compaction's, CUB's and the scatter-add's sort buffers) comes from the
+runtime's caching allocator for the launch's stream and goes back to its cache at once: later
+work of that stream only may reuse it (stream order keeps it safe), as for the GEMM workspace.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import TYPE_CHECKING, Any
 
 import pygpukit_driver as drv
@@ -130,9 +131,69 @@ def select(runtime: CudaRuntime, x: GPUArray | None, flags: GPUArray, out: GPUAr
                                     size.value, stream.launch_handle())
     runtime.kernels.check("pgk_select_flagged", status)
     if count is not None and n and workspace is not None:
-        # CUB left the count in the workspace's first 8 bytes: copied out before the
+        # The count pass left the count in the workspace's first 8 bytes: copied out before the
         # workspace goes back to the cache (stream order keeps its next user behind the copy).
         drv.memcpy_dtod_async(_ptr(count), workspace.address, 8, stream.handle)
+
+
+class HostCounts:
+    """Pinned 8-byte host slots, each with an event, for counts read while later work runs.
+
+    A slot is taken for one read and given back after it, so threads never share one; they
+    are made on first need, in the runtime's context (which the caller has made current).
+    """
+
+    def __init__(self) -> None:
+        self._free: list[tuple[Any, Any]] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        return drv.HostMemory(8), drv.Event(timing=False)
+
+    def give(self, slot: tuple[Any, Any]) -> None:
+        with self._lock:
+            self._free.append(slot)
+
+
+def select_counted(runtime: CudaRuntime, x: GPUArray | None, flags: GPUArray, out: GPUArray,
+                   stream: Stream) -> int:
+    """``out[:k]`` = the flagged elements of ``x`` (or their positions, ``x`` None); returns k.
+
+    The count pass runs first; its result is copied to pinned host memory and the compaction
+    is launched behind that copy before the host waits, so the host waits for the counting
+    only and the compaction (most of the work) overlaps what the caller does next.  Stream
+    order keeps later work on ``out`` behind the compaction.
+    """
+    lib = runtime.kernels._lib
+    n = flags.size
+    if n == 0:
+        return 0
+    dtype = kernel_code(x.dtype) if x is not None else kernel_code(out.dtype)
+    size = ctypes.c_uint64(0)
+    runtime.kernels.check("pgk_select_flagged_workspace_size",
+                          lib.pgk_select_flagged_workspace_size(dtype, int(x is None), n,
+                                                                ctypes.byref(size)))
+    workspace = _workspace(runtime, size.value, stream)
+    assert workspace is not None  # n > 0: never empty
+    runtime.kernels.check("pgk_select_flagged_count",
+                          lib.pgk_select_flagged_count(_ptr(flags), n, workspace.address,
+                                                       size.value, stream.launch_handle()))
+    slot = runtime.host_counts.take()
+    try:
+        host, done = slot
+        drv.memcpy_dtoh_async(host, workspace.address, stream.handle)
+        done.record(stream.handle)
+        status = lib.pgk_select_flagged_compact(_ptr(x) if x is not None else None, dtype, n,
+                                                _ptr(out), workspace.address, size.value,
+                                                stream.launch_handle())
+        runtime.kernels.check("pgk_select_flagged_compact", status)
+        done.synchronize()
+        return int.from_bytes(bytes(memoryview(host)[:8]), "little", signed=True)
+    finally:
+        runtime.host_counts.give(slot)
 
 
 def unravel(runtime: CudaRuntime, flat: GPUArray, shape: tuple[int, ...], mode: int,

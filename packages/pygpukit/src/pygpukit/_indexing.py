@@ -431,21 +431,18 @@ _KEEP_SHARE = 4
 def _compact(x: GPUArray | None, flags: GPUArray, dtype: np.dtype[Any]) -> GPUArray:
     """The flagged elements of ``x`` (flat, C order), or their flat positions (``x`` None).
 
-    One pass: the compaction writes into room for every element and gives its count, read back
-    afterwards (the one host read that the result's size needs), instead of a counting pass
-    and a host read before it.
+    The compaction writes into room for every element; the runtime returns the count (the one
+    host read that the result's size needs) as soon as the counting pass has it, while the
+    compaction itself may still run on the stream (later work on the result queues behind it).
     """
     runtime = flags._rt
     n = flags.size
     out = empty_on(runtime, (n,), dtype)
     if n == 0:
         return out
-    counter = empty_on(runtime, (1,), _INT64)
     stream = stream_for_runtime(runtime)
     touch(stream, flags, *([] if x is None else [x]), written=out)
-    touch(stream, written=counter)
-    runtime.select_flagged(x, flags, out, counter, stream)
-    count = int(counter.to_numpy()[0])
+    count = runtime.select_flagged_counted(x, flags, out, stream)
     selected = out[:count]
     return selected if count * _KEEP_SHARE >= n else selected.copy()
 
