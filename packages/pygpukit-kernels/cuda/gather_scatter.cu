@@ -319,11 +319,14 @@ int gather_scatter(const pgk_index_desc* d, void* other, int64_t* error, void* s
 // did not hide) and the values are read once:
 //   1. pack_flags_kernel reads the flag bytes (16-byte loads) and writes one bit per element,
 //      the number of flags set in each tile of kSelTile elements and in each group of
-//      kPackTiles tiles (one block's);
+//      kPackTiles tiles (one block's).  More tiles per block (8, 16, 32: more loads in flight
+//      per thread, fewer blocks) measured no faster on an H200 (2^26 flags: 27 us at 4 and 8,
+//      28-29 us at 16, 35 us at 32);
 //   2. group_offsets_kernel (one block) turns the group counts into exclusive offsets and the
 //      total (the selected count, in the workspace's first 8 bytes).  Groups, not tiles: a
 //      quarter of the values, read and written in 16-byte pieces (one block moving a value per
-//      tile, with 8-byte stores 128 bytes apart, took 22 us for 2^26 elements on an H200);
+//      tile, with 8-byte stores 128 bytes apart, took 22 us for 2^26 elements on an H200;
+//      this kernel takes 6 us);
 //   3. compact_kernel, one block per tile, takes its group's offset plus the counts of the
 //      tiles before it in the group, ranks the tile's flagged elements from the bits
 //      (popcounts only), reads the values (vector loads), stages the selected ones in shared

@@ -135,7 +135,9 @@ struct CubOp<A, ProdOp> {
 // float32 sums on sm_90: CUB's tuning (128 threads x 24 items) with bigger tiles, 128 x 32
 // items (fewer tiles, so fewer look-backs per byte): on an H200, 2^26 elements, 77% of the
 // device-to-device copy bandwidth against 72% for 128 x 24 (also measured: 256 x 16..32,
-// 384 x 20, 512 x 16..20, other look-back delays, vectorized and streaming loads: 67-74%).
+// 384 x 20, 512 x 16..20, other look-back delays, vectorized and streaming loads: 67-74%;
+// 128 x 28..48, 160 x 32, 192 x 32, a raking block scan, streaming stores: 71-79%, none
+// faster than 128 x 32 beyond run-to-run noise).
 // Other architectures keep CUB's own chain (its sm_100 tuning above, its defaults below).
 using F32SumPolicies = cub::detail::scan::policy_hub<float, float, float, unsigned,
                                                      ::cuda::std::plus<float>>;
