@@ -2,8 +2,9 @@
 //
 // The streams are defined in pygpukit/_philox.py (see also philox.cuh and the header).  One
 // kernel template runs every distribution: a grid-stride loop over Philox blocks where one thread
-// computes one block (four 32-bit words) per iteration and stores the 4 (32-bit outputs) or 2
-// (64-bit outputs) values it gives with one vector store where the output is aligned for it.
+// computes one block (four 32-bit words; two blocks for the float32 normals) per iteration and
+// stores the 4 (32-bit outputs) or 2 (64-bit outputs) values a block gives with one vector store
+// where the output is aligned for it.
 // What a block gives is a host/device functor per distribution, so a host build of this file
 // can be checked against the NumPy mirror without a GPU.
 #include <cuda_runtime.h>
@@ -110,85 +111,125 @@ struct Uniform64 {
   }
 };
 
-#ifdef __CUDA_ARCH__
-// CUDA's accurate logf / sqrtf / sincospif, restricted to the inputs Box-Muller gives them.
-// The operations are those of the SASS nvcc 13.0 emits for logf(u1), sqrtf(x) and
-// sincospif(t) (the same on sm_80 and sm_90): the same constants and the same roundings in
-// the same order, so the values are bit for bit the library's.  What is left out are the
-// branches for inputs that never occur here (zero, subnormal, infinite and NaN arguments of
-// logf; subnormal, infinite and negative ones of sqrtf; |t| >= 2^24 in sincospif): about 15 of
-// the ~80 instructions of a pair, in a kernel bound by instruction issue, not by memory.
+// Constants of the float32 Box-Muller below that ptxas would otherwise rematerialize into a
+// register for every Philox block (an FMA takes one immediate operand, a funnel shift none): as
+// fields of the functor, a kernel parameter, they are loaded into registers once per thread.
+struct BoxMullerConsts {
+  float log_d8 = 0x1.0aa04ep-12f;  // neg2_logf_u1's leading coefficient (bits 0x39855027)
+  float sin_c3 = -0x1.2f5992p-1f;  // sincospif's, sin(pi a): -0x3f17acc9
+  float cos_c4 = 0x1.d09c24p-3f;   // cos(pi a): 0x3e684e12
+  uint32_t one_hi = 0xfeu;         // 0x3f800000 (1.0f) >> 22, for sincospi_word's funnel shift
+};
 
-// logf(x) for a normal, finite x > 0 (here u1 in [2^-32, 1]).
-__device__ __forceinline__ float logf_normal(float x) {
-  const int xb = __float_as_int(x);
+#ifdef __CUDA_ARCH__
+// CUDA's accurate logf / sqrtf / sincospif, restricted to the inputs Box-Muller gives them and
+// rearranged for a kernel bound by instruction issue, not by memory.  The polynomials, their
+// constants and the order of their roundings are those of the SASS nvcc 13.0 emits for
+// logf(u1), sqrtf(x) and sincospif(t) (the same on sm_80 and sm_90), so the values are bit for
+// bit the library's (the exceptions: a tie in sincospi_word's reduction, a zero's sign in
+// sqrtf_nonneg).  What is left out are the branches for inputs that never occur here (zero,
+// subnormal, infinite and NaN arguments of logf; subnormal, infinite and negative ones of
+// sqrtf; |t| >= 2^24 in sincospif); what is rearranged are exact steps: scalings by powers of
+// two folded into constants, and the reduction of sincospif done on the integer word.  About
+// 140 SASS instructions per Philox block (4 normals) with the loop, from 176.
+
+// fmul(-2, logf(u1)) for u1 = v 2^-31, v in [1/2, 2^31] (the Box-Muller u1 below), bit for bit
+// but for u1 = 1 (+0 here, -0 there).  logf reduces u1 = 2^e m with m in [2/3, 4/3),
+// f = m - 1, and returns e ln2 + (f + f (f poly(f))).  Here
+// the exponent arithmetic starts from v's bits (the 2^-31 folded into it, as is the 2 of 2 m
+// below), and the polynomial runs on g = -2 f with its coefficients scaled by (-1/2)^(i+1)
+// (every intermediate is the library's times a power of two, rounded alike): the last FMA gives
+// -2 log(u1) directly, one FMUL less, and no FMA has two constant operands (a constant register
+// reloaded per block).
+__device__ __forceinline__ float neg2_logf_u1(float v, const BoxMullerConsts& k) {
+  const int xb = __float_as_int(v) - (31 << 23);                     // the bits of u1
   const int e = (xb - 0x3f2aaaab) & static_cast<int>(0xff800000u);  // exponent, mantissa near 1
-  const float f = __fadd_rn(__int_as_float(xb - e), -1.0f);
-  float p = __fmaf_rn(f, -__int_as_float(0x3e055027), __int_as_float(0x3e1039f6));
-  p = __fmaf_rn(f, p, __int_as_float(0xbdf8cdcc));
-  p = __fmaf_rn(f, p, __int_as_float(0x3e0f2955));
-  p = __fmaf_rn(f, p, __int_as_float(0xbe2ad8b9));
-  p = __fmaf_rn(f, p, __int_as_float(0x3e4ced0b));
-  p = __fmaf_rn(f, p, __int_as_float(0xbe7fff22));
-  p = __fmaf_rn(f, p, __int_as_float(0x3eaaaa78));
-  p = __fmaf_rn(f, p, -0.5f);
-  p = __fmul_rn(f, p);
-  p = __fmaf_rn(f, p, f);
-  // The library adds a -23 here for subnormal x (scaled by 2^23 first): 0 for normal x.
-  const float ef = __fmaf_rn(__int2float_rn(e), 0x1p-23f, 0.0f);
-  return __fmaf_rn(ef, __int_as_float(0x3f317218), p);  // + e * ln 2
+  const float g = __fadd_rn(2.0f, -__int_as_float(xb - e + (1 << 23)));  // 2 - 2 m = -2 f, exact
+  float p = __fmaf_rn(g, k.log_d8, __int_as_float(0x3a1039f6));
+  p = __fmaf_rn(g, p, __int_as_float(0x3a78cdcc));
+  p = __fmaf_rn(g, p, __int_as_float(0x3b0f2955));
+  p = __fmaf_rn(g, p, __int_as_float(0x3baad8b9));
+  p = __fmaf_rn(g, p, __int_as_float(0x3c4ced0b));
+  p = __fmaf_rn(g, p, __int_as_float(0x3cffff22));
+  p = __fmaf_rn(g, p, __int_as_float(0x3daaaa78));
+  p = __fmaf_rn(g, p, 0.25f);  // -poly(f) / 2
+  p = __fmul_rn(g, p);         // f poly(f), the library's value
+  p = __fmaf_rn(g, p, g);      // -2 (f + f^2 poly(f))
+  // The library's e ln2 is (e 2^-23) * ln2 with e a multiple of 2^23 (exact, the subnormal
+  // -23 being 0): one FMA with the product of the constants, -2 ln2 2^-23.
+  return __fmaf_rn(__int2float_rn(e), __int_as_float(0xb4317218), p);
 }
 
-// sqrtf(x) for x = -0 or x in [2^-100, 2^126] (here -2 logf(u1): -0 when u1 == 1, else in
+// sqrtf(x) for x = +0 or x in [2^-100, 2^126] (here -2 logf(u1): +0 when u1 == 1, else in
 // [2^-24, 45)).  The library's fast path: y = x rsqrt(x), one Newton correction.  Its slow
-// path returns a zero argument itself (sqrt(-0) = -0).
-__device__ __forceinline__ float sqrtf_pos(float x) {
+// path returns a zero argument itself; here the rsqrt of a zero x is taken of 2^-126 instead
+// (finite), so the fast path gives y = 0 and a +0 result: one FMNMX rather than a compare and
+// a select.  (The library's value is -0 there, from fmul(-2, +0); equal, sign aside, and
+// u1 == 1 is a 2^-25 event per pair.)
+__device__ __forceinline__ float sqrtf_nonneg(float x) {
   float r;
-  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaxf(x, 0x1p-126f)));
   const float y = __fmul_rn(x, r);
   const float h = __fmul_rn(r, 0.5f);
-  const float res = __fmaf_rn(__fmaf_rn(-y, y, x), h, y);
-  return x == 0.0f ? x : res;
+  return __fmaf_rn(__fmaf_rn(-y, y, x), h, y);
 }
 
-// sincospif(t) for t = k 2^-23, k in [0, 2^24) (so t in [0, 2)).
-__device__ __forceinline__ void sincospif_grid(float t, uint32_t k, float& s, float& c) {
-  const float tt = __fadd_rn(t, t);
-  const float qf = rintf(tt);
-  const int q = __float2int_rn(tt);
-  const float a = __fmaf_rn(-qf, 0.5f, t);  // exact, |a| <= 1/4
+// (sin(pi t), cos(pi t)) for t = (x1 >> 8) 2^-23, from the word x1 itself.  sincospif reduces
+// t = q/2 + a with q = rint(2 t), |a| <= 1/4 (exact), evaluates sin(pi a) and cos(pi a) and
+// picks and negates them by q mod 4.  On the word: w = x1 + 2^29 (mod 2^32) holds q mod 4 in its
+// top two bits and a 2^23 + 2^21 in bits 8..29, so a is one float subtraction from the word's
+// bits and the quadrant logic is sign-bit arithmetic.  The one difference from the library:
+// a tie 2t = q0 + 1/2 rounds up here (a = -1/4, q = q0 + 1) instead of to even; then both
+// evaluate sin(pi/4) = cos(pi/4), one with the sine polynomial, the other with the cosine one.
+// Zeros are +0, as the library's (and the NumPy mirror's): sin(pi a) is odd in a, so its sign is
+// applied to a (where sin(pi (-0)) = +0, the polynomial's "+ 0" terms seeing to it); cos(pi a)
+// is never 0 for |a| <= 1/4.
+__device__ __forceinline__ void sincospi_word(uint32_t x1, const BoxMullerConsts& k, float& s,
+                                              float& c) {
+  const uint32_t w = x1 + 0x20000000u;
+  // The bits of 1.25 + a: w's bits 8..29 under the exponent of 1 (0xfe << 22), one funnel shift
+  // of w << 2 (= 4 x1 + 2^31).
+  const uint32_t m = __funnelshift_r(w << 2, k.one_hi, 10);
+  const float a = __fadd_rn(__uint_as_float(m), -1.25f);     // exact
   const float a2 = __fmul_rn(a, a);
-  float ps = __fmaf_rn(a2, -__int_as_float(0x3f17acc9), __int_as_float(0x40233590));
+  // The sine goes to s (q even) or to c (q odd), negated for q = 1 and 2: the sign bit of
+  // w + 2^30 (the second bit of q + 1).
+  const float as = __uint_as_float(__float_as_uint(a) ^ ((x1 + 0x60000000u) & 0x80000000u));
+  float ps = __fmaf_rn(a2, k.sin_c3, __int_as_float(0x40233590));
   ps = __fmaf_rn(a2, ps, __int_as_float(0xc0a55df6));
-  ps = __fmaf_rn(ps, __fmaf_rn(a, a2, 0.0f), 0.0f);
-  const float sin_a = __fmaf_rn(a, __int_as_float(0x40490fdb), ps);  // sin(pi a)
-  float pc = __fmaf_rn(a2, __int_as_float(0x3e684e12), __int_as_float(0xbfaad2e0));
+  ps = __fmaf_rn(ps, __fmaf_rn(as, a2, 0.0f), 0.0f);
+  const float sin_a = __fmaf_rn(as, __int_as_float(0x40490fdb), ps);  // +-sin(pi a)
+  float pc = __fmaf_rn(a2, k.cos_c4, __int_as_float(0xbfaad2e0));
   pc = __fmaf_rn(a2, pc, __int_as_float(0x4081e0cf));
   pc = __fmaf_rn(a2, pc, __int_as_float(0xc09de9e6));
-  const float cos_a = __fmaf_rn(a2, pc, 1.0f);  // cos(pi a)
-  float sv = (q & 1) ? cos_a : sin_a;
-  float cv = (q & 1) ? sin_a : cos_a;
-  sv = (q & 2) ? -sv : sv;
-  if ((k & 0x7fffffu) == 0) sv = 0.0f;  // integer t: the library's 0 * t, +0 for t >= 0
-  if ((q + 1) & 2) cv = __fmaf_rn(cv, -1.0f, 0.0f);  // -cv, but +0 for a zero cv
-  s = sv;
-  c = cv;
+  // The cosine goes to c (q even) or to s (q odd), negated for q = 2 and 3: w's sign bit.
+  const float cos_a =
+      __uint_as_float(__float_as_uint(__fmaf_rn(a2, pc, 1.0f)) ^ (w & 0x80000000u));
+  // q odd (w's bit 30) swaps them: a predicate from one LOP3 and two FSELs (written as C++,
+  // ptxas tests the bit with a shift, a LOP3 and an ISETP).
+  asm("{\n\t.reg .pred odd;\n\t.reg .b32 bit;\n\t"
+      "and.b32 bit, %2, 0x40000000;\n\t"
+      "setp.ne.u32 odd, bit, 0;\n\t"
+      "selp.f32 %0, %3, %4, odd;\n\t"
+      "selp.f32 %1, %4, %3, odd;\n\t}"
+      : "=f"(s), "=f"(c)
+      : "r"(w), "f"(cos_a), "f"(sin_a));
 }
 #endif
 
 // Box-Muller: u1 in (0, 1] and t = 2 u2 in [0, 2), exact functions of the words (equal to the
 // NumPy mirror's), then CUDA's accurate logf / sqrtf / sincospif on the device (above, bit
-// for bit).  The host build computes in double as the mirror does (it checks the words and the
-// pairing, not CUDA's math).
-PGK_HD void box_muller_f32(uint32_t x0, uint32_t x1, float& z0, float& z1) {
+// for bit but for the ties of sincospi_word and the sign of a zero radius).  The host build
+// computes in double as the mirror does (it checks the words and the pairing, not CUDA's math).
+PGK_HD void box_muller_f32(uint32_t x0, uint32_t x1, const BoxMullerConsts& k, float& z0,
+                           float& z1) {
 #ifdef __CUDA_ARCH__
-  // fadd(fmul(v, 2^-31), 2^-32) with an exact product is one rounding: the same as the FMA.
-  const float u1 = __fmaf_rn(static_cast<float>(static_cast<int>(x0 >> 1)), 0x1p-31f, 0x1p-32f);
-  const uint32_t k = x1 >> 8;
-  const float t = __fmul_rn(static_cast<float>(k), 0x1p-23f);  // exact
-  const float rad = sqrtf_pos(__fmul_rn(-2.0f, logf_normal(u1)));
+  // u1 = fadd(fmul(v, 2^-31), 2^-32) with an exact product, = 2^-31 fadd(v, 1/2): the scaling
+  // is left to neg2_logf_u1's exponent arithmetic.
+  const float rad =
+      sqrtf_nonneg(neg2_logf_u1(__fadd_rn(static_cast<float>(static_cast<int>(x0 >> 1)), 0.5f), k));
   float s, c;
-  sincospif_grid(t, k, s, c);
+  sincospi_word(x1, k, s, c);
   z0 = __fmul_rn(rad, c);
   z1 = __fmul_rn(rad, s);
 #else
@@ -222,11 +263,12 @@ struct Normal32 {
   Stream s;
   float loc, scale;
   bool affine;
+  BoxMullerConsts k{};
   PGK_HD Pack<float, 4> operator()(uint64_t b) const {
     const Words w = rng::block_at(s, b, 0);
     Pack<float, 4> p;
-    box_muller_f32(w.w[0], w.w[1], p.v[0], p.v[1]);
-    box_muller_f32(w.w[2], w.w[3], p.v[2], p.v[3]);
+    box_muller_f32(w.w[0], w.w[1], k, p.v[0], p.v[1]);
+    box_muller_f32(w.w[2], w.w[3], k, p.v[2], p.v[3]);
     if (affine) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) p.v[j] = fadd(fmul(p.v[j], scale), loc);
@@ -323,6 +365,14 @@ struct Choice {
   }
 };
 
+// Philox blocks a thread computes per iteration of the vector-store loop: 2 for the float32
+// normals (measured on an H200: 3% faster, the loop's bookkeeping shared by two blocks and
+// more independent work to schedule), 1 for the rest (memory-bound, or with rejection loops).
+template <class F>
+struct BlocksPerIteration : std::integral_constant<int, 1> {};
+template <>
+struct BlocksPerIteration<Normal32> : std::integral_constant<int, 2> {};
+
 // One kernel for every distribution: a grid-stride loop over Philox blocks, each thread storing
 // the N values of its block with one vector store when `vec` (out aligned to N * sizeof(T)) and
 // all N are in range.  32-bit indices: the host launches at most kChunkBlocks blocks at a time
@@ -338,17 +388,27 @@ random_kernel(typename F::T* __restrict__ out, uint32_t n, F f, bool vec) {
   constexpr uint32_t N = F::N;
   const uint32_t nblk = (n + N - 1) / N;
   const uint32_t full = vec ? n / N : 0;  // blocks stored with one vector store
-  const uint32_t stride = gridDim.x * blockDim.x;
-  for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < nblk; b += stride) {
+  uint32_t stride = gridDim.x * blockDim.x;
+  // Opaque to ptxas, which would otherwise recompute it from gridDim and blockDim per block (3
+  // instructions of the loop) to save a register.
+  asm("" : "+r"(stride));
+  uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  // Two loops rather than one with a test per block: the vector stores, then the rest (the last
+  // partial block, or every block when out is not aligned for the vector store).
+  if constexpr (BlocksPerIteration<F>::value == 2) {
+    for (; b + stride < full; b += 2 * stride) {  // b + stride < full < 2^31: no wrap
+      const Pack<T, N> p0 = f(b), p1 = f(b + stride);
+      reinterpret_cast<Pack<T, N>*>(out)[b] = p0;
+      reinterpret_cast<Pack<T, N>*>(out)[b + stride] = p1;
+    }
+  }
+  for (; b < full; b += stride) reinterpret_cast<Pack<T, N>*>(out)[b] = f(b);
+  for (; b < nblk; b += stride) {
     const Pack<T, N> p = f(b);
-    if (b < full) {
-      reinterpret_cast<Pack<T, N>*>(out)[b] = p;
-    } else {
-      const uint32_t i = b * N;
+    const uint32_t i = b * N;
 #pragma unroll
-      for (uint32_t j = 0; j < N; ++j) {
-        if (i + j < n) out[i + j] = p.v[j];
-      }
+    for (uint32_t j = 0; j < N; ++j) {
+      if (i + j < n) out[i + j] = p.v[j];
     }
   }
 }
