@@ -84,6 +84,39 @@ def test_gather_every_element_size(backend: str, dtype: Any) -> None:
     np.testing.assert_array_equal(arr[:, [3, 0]].to_numpy(), host[:, [3, 0]])
 
 
+def test_one_device_index_array(backend: str) -> None:
+    # a[idx] / a[idx] = v with one integer GPUArray (the parser's fast path): views, dtypes,
+    # an index sharing the target's memory, empty and out-of-range indices.
+    host = rand((6, 5, 4))
+    arr = gp.from_numpy(host)
+    idx = np.array([[5, -6], [0, 3]])
+    for view, expected in ((arr, host), (arr[::-2], host[::-2]), (arr.transpose(2, 0, 1),
+                                                                   host.transpose(2, 0, 1))):
+        key = idx % view.shape[0]
+        for dtype in (np.int64, np.int32, np.uint8):
+            got = view[gp.from_numpy(key.astype(dtype))]
+            assert got.shape == expected[key].shape
+            np.testing.assert_array_equal(got.to_numpy(), expected[key])
+    ints = np.array([3, 0, 2, 1, 3], np.int64)
+    d_ints = gp.from_numpy(ints)
+    np.testing.assert_array_equal(d_ints[d_ints].to_numpy(), ints[ints])
+    d_ints[d_ints] = gp.from_numpy(np.array([9, 8, 7, 6, 5], np.int64))
+    expected_ints = ints.copy()
+    expected_ints[ints] = [9, 8, 7, 6, 5]
+    np.testing.assert_array_equal(d_ints.to_numpy(), expected_ints)
+    target = gp.from_numpy(host.copy())
+    target[gp.from_numpy(np.array([4, 1]))] = 2.5
+    changed = host.copy()
+    changed[[4, 1]] = 2.5
+    np.testing.assert_array_equal(target.to_numpy(), changed)
+    assert arr[gp.from_numpy(np.array([], np.int64))].shape == (0, 5, 4)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6"):
+        arr[gp.from_numpy(np.array([0, 6]))]
+    with pytest.raises(IndexError, match="index -7 is out of bounds for axis 0 with size 6"):
+        target[gp.from_numpy(np.array([-7]))] = 1.0
+    np.testing.assert_array_equal(target.to_numpy(), changed)  # nothing written in range
+
+
 def test_non_contiguous_sources(backend: str) -> None:
     host = rand((6, 5, 4))
     arr = gp.from_numpy(host)

@@ -245,6 +245,50 @@ class _Prepared:
         self.check = check
 
 
+def _device_index(view: GPUArray, index: GPUArray, index_shape: tuple[int, ...]) -> GPUArray:
+    """A device index array as the kernels read it: int64, C-contiguous, of ``index_shape``."""
+    check_same_device(view, index, op="indexing")
+    if (index.dtype == _INT64 and index.shape == index_shape and index.is_contiguous()
+            and index._block is not view._block):  # an index the kernel may write
+        return index
+    widened = empty_on(view._rt, index_shape, _INT64)  # broadcast and widen in one copy
+    copy_into(index, widened)
+    return widened
+
+
+def _plan_one(a: GPUArray, index: GPUArray, mode: IndexMode) -> _Prepared:
+    """``_plan(_parse(a, index))`` for the most common key: one integer GPUArray (axis 0).
+
+    The same plan, without the general parser's passes over a key of one item: a[idx] is
+    bound by host time for all but large arrays.
+    """
+    index_shape = index.shape
+    result_shape = index_shape + a.shape[1:]
+    _layout.as_shape(result_shape)  # at most MAX_DIMS dimensions
+    count = math.prod(index_shape)
+    size = a.shape[0]
+    if mode != IndexMode.RAISE and size == 0 and count:
+        raise IndexError("cannot do a non-empty take from an empty axes.")
+    shape, strides = a.shape, a.strides
+    plan = IndexPlan(
+        base=a,
+        outer=(),
+        inner=tuple((shape[d], strides[d]) for d in range(1, a.ndim) if shape[d] != 1),
+        indices=(_device_index(a, index, index_shape),),
+        sizes=(size,),
+        strides=(strides[0],),
+        axes=(0,),
+        count=count,
+        mode=mode,
+    )
+    return _Prepared(plan, result_shape, mode == IndexMode.RAISE)
+
+
+def _one_index_array(a: GPUArray, key: Any) -> bool:
+    """Whether ``a[key]`` is the case of :func:`_plan_one`."""
+    return isinstance(key, GPUArray) and key.dtype.kind in "iu" and a.ndim > 0
+
+
 def _plan(parsed: _Parsed, mode: IndexMode) -> _Prepared:
     """Broadcast the index arrays, put them in int64 on the device, lay out the index space."""
     view = parsed.view
@@ -263,14 +307,7 @@ def _plan(parsed: _Parsed, mode: IndexMode) -> _Prepared:
     for dim, axis, index in parsed.entries:
         size = view.shape[dim]
         if isinstance(index, GPUArray):
-            check_same_device(view, index, op="indexing")
-            if (index.dtype == _INT64 and index.shape == index_shape and index.is_contiguous()
-                    and index._block is not view._block):  # an index the kernel may write
-                arrays.append(index)
-            else:  # broadcast and widen in one copy
-                widened = empty_on(runtime, index_shape, _INT64)
-                copy_into(index, widened)
-                arrays.append(widened)
+            arrays.append(_device_index(view, index, index_shape))
             check = check or mode == IndexMode.RAISE
         else:
             host = np.broadcast_to(np.asarray(index, np.int64), index_shape)
@@ -490,6 +527,8 @@ def _is_scalar_value(value: Any) -> bool:
 
 def getitem(a: GPUArray, key: Any) -> GPUArray:
     """``a[key]`` for a key with advanced items (a new array, as in NumPy)."""
+    if _one_index_array(a, key):
+        return _gather(_plan_one(a, key, IndexMode.RAISE))
     mask = _single_mask(a, key)
     if mask is not None and mask.ndim == a.ndim:
         return _masked_get(a, mask)
@@ -498,6 +537,9 @@ def getitem(a: GPUArray, key: Any) -> GPUArray:
 
 def setitem(a: GPUArray, key: Any, value: Any) -> None:
     """``a[key] = value`` for a key with advanced items (casting and broadcasting as NumPy)."""
+    if _one_index_array(a, key):
+        _scatter(_plan_one(a, key, IndexMode.RAISE), value)
+        return
     mask = _single_mask(a, key)
     if mask is not None and _is_scalar_value(value):
         if not isinstance(value, GPUArray):
