@@ -100,6 +100,9 @@ def test_one_device_index_array(backend: str) -> None:
     ints = np.array([3, 0, 2, 1, 3], np.int64)
     d_ints = gp.from_numpy(ints)
     np.testing.assert_array_equal(d_ints[d_ints].to_numpy(), ints[ints])
+    # Distinct destinations: with repeated ones the GPU keeps one of the values, unspecified.
+    ints = np.array([3, 0, 2, 1, 4], np.int64)
+    d_ints = gp.from_numpy(ints)
     d_ints[d_ints] = gp.from_numpy(np.array([9, 8, 7, 6, 5], np.int64))
     expected_ints = ints.copy()
     expected_ints[ints] = [9, 8, 7, 6, 5]
