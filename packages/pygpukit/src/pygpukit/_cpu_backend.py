@@ -502,15 +502,10 @@ class CpuRuntime:
         # NumPy's add.at sums in index order: the simulation is deterministic either way.
         _cpu_indexing.add(plan, values, error)
 
-    @_recordable
-    def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
-                       count: GPUArray | None, stream: Stream) -> None:
-        _cpu_indexing.select(x, flags, out, count)
-
     def select_flagged_counted(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
                                stream: Stream) -> int:
         refuse_in_capture("reading a selection's count on the host")
-        return _cpu_indexing.select(x, flags, out, None)
+        return _cpu_indexing.select(x, flags, out)
 
     @_recordable
     def unravel_index(self, flat: GPUArray, shape: tuple[int, ...], mode: int, out: GPUArray,

@@ -106,19 +106,16 @@ def add(plan: IndexPlan, values: GPUArray, error: GPUArray | None) -> None:
         np.add.at(typed, positions[valid], host_view(values).reshape(-1)[valid])
 
 
-def select(x: GPUArray | None, flags: GPUArray, out: GPUArray, count: GPUArray | None) -> int:
+def select(x: GPUArray | None, flags: GPUArray, out: GPUArray) -> int:
     """``out[:k] = x[flags]`` (flat, C order), or with ``x`` None the flags' flat positions.
 
-    Returns ``k``, the number selected, which also goes into ``count[0]`` when ``count`` is
-    given.
+    Returns ``k``, the number selected.
     """
     from pygpukit._cpu_backend import host_view
 
     mask = host_view(flags).reshape(-1) != 0
     values = np.flatnonzero(mask) if x is None else host_view(x).reshape(-1)[mask]
     host_view(out).reshape(-1)[:values.size] = values
-    if count is not None:
-        host_view(count)[...] = values.size
     return int(values.size)
 
 

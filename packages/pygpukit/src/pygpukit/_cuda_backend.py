@@ -527,11 +527,6 @@ class CudaRuntime:
         self.activate()
         _cuda_indexing.add_atomic(self, plan, values, error, stream)
 
-    def select_flagged(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
-                       count: GPUArray | None, stream: Stream) -> None:
-        self.activate()
-        _cuda_indexing.select(self, x, flags, out, count, stream)
-
     def select_flagged_counted(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
                                stream: Stream) -> int:
         refuse_in_capture("reading a selection's count on the host")

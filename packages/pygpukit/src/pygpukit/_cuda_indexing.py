@@ -1,7 +1,7 @@
 """The CUDA backend's advanced-indexing launches (``cuda/gather_scatter.cu``), through ctypes.
 
 ``pgk_index_gather`` / ``pgk_index_scatter`` / ``pgk_index_add`` / ``pgk_index_add_atomic``,
-``pgk_select_flagged`` (and its two halves) and ``pgk_unravel_index`` of the kernels library.
+``pgk_select_flagged_count`` / ``_compact`` and ``pgk_unravel_index`` of the kernels library.
 
 Temporary memory (the compaction's, CUB's and the scatter-add's sort buffers) comes from the
 runtime's caching allocator for the launch's stream and goes back to its cache at once: later
@@ -107,33 +107,6 @@ def add(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray, error: GPUArray
                                workspace.address if workspace is not None else None,
                                size.value, stream.launch_handle())
     runtime.kernels.check("pgk_index_add", status)
-
-
-def select(runtime: CudaRuntime, x: GPUArray | None, flags: GPUArray, out: GPUArray,
-           count: GPUArray | None, stream: Stream) -> None:
-    """``out`` = the flagged elements of ``x`` (or their positions, ``x`` None).
-
-    With ``count`` given, the number selected goes into ``count[0]`` (int64) and ``out`` may
-    have room for more.
-    """
-    lib = runtime.kernels._lib
-    n = flags.size
-    dtype = kernel_code(x.dtype) if x is not None else kernel_code(out.dtype)
-    positions = int(x is None)
-    size = ctypes.c_uint64(0)
-    runtime.kernels.check("pgk_select_flagged_workspace_size",
-                          lib.pgk_select_flagged_workspace_size(dtype, positions, n,
-                                                                ctypes.byref(size)))
-    workspace = _workspace(runtime, size.value, stream)
-    status = lib.pgk_select_flagged(_ptr(x) if x is not None else None, dtype,
-                                    _ptr(flags) or None, n, _ptr(out) or None,
-                                    workspace.address if workspace is not None else None,
-                                    size.value, stream.launch_handle())
-    runtime.kernels.check("pgk_select_flagged", status)
-    if count is not None and n and workspace is not None:
-        # The count pass left the count in the workspace's first 8 bytes: copied out before the
-        # workspace goes back to the cache (stream order keeps its next user behind the copy).
-        drv.memcpy_dtod_async(_ptr(count), workspace.address, 8, stream.handle)
 
 
 class HostCounts:
