@@ -4,14 +4,18 @@ float32 data, random int64 indices (never sorted, never zeros):
 
 - gather of 2^--log2-gather random indices from a source of as many elements: ``a[idx]``
   (checked: the kernel's bounds flag is read back, one 8-byte copy per call, which waits for
-  the kernel) and ``gp.take(a, idx, mode="clip")`` (nothing read back), vs
-  ``torch.index_select(a, 0, idx)`` and ``torch.take(a, idx)``;
-- scatter of as many random distinct indices: ``a[idx] = v`` (checked, as the gather) and
-  ``gp.put(a, idx, v, mode="clip")`` (nothing read back) vs ``a.index_put_((idx,), v)``;
+  the kernel), the same under ``gp.index_check("deferred")`` (the flag is read at the next
+  synchronization: torch's own bounds check is a device-side assert, asynchronous too) and
+  ``gp.take(a, idx, mode="clip")`` (nothing read back), vs ``torch.index_select(a, 0, idx)``
+  and ``torch.take(a, idx)``;
+- scatter of as many random distinct indices: ``a[idx] = v`` (checked, immediate and
+  deferred, as the gather) and ``gp.put(a, idx, v, mode="clip")`` (nothing read back) vs
+  ``a.index_put_((idx,), v)``;
 - scatter-add with duplicates (a quarter as many destinations as values), like for like:
   ``gp.add_at`` (deterministic: sort + segmented reduction) vs ``a.index_add_(0, idx, v)``
   under ``torch.use_deterministic_algorithms(True)``, and ``gp.add_at(..., deterministic=False)``
-  (atomics) vs ``a.index_add_`` in torch's default mode (atomics);
+  (atomics; checked immediately and deferred) vs ``a.index_add_`` in torch's default mode
+  (atomics);
 - boolean mask select of 2^--log2-mask elements (half of them true, at random): ``x[mask]``
   vs torch's ``x[mask]``; both count the true elements first (torch: nonzero), a host read.
 
@@ -136,13 +140,19 @@ def main() -> None:
     np.testing.assert_allclose(g_acc.to_numpy(), t_acc.cpu().numpy(), rtol=1e-4, atol=1e-4)
     same(g_x[g_mask], t_x[t_mask])
 
-    cases: list[tuple[str, str, int, Callable[[], object], Callable[[], object]]] = [
+    # (op, allocation policy, bytes, ours, torch's, our index-check mode)
+    cases: list[tuple[Any, ...]] = [
         ("gather f32 a[idx] (checked) vs index_select", ALLOC, 16 * n,
          lambda: g_src[g_idx], lambda: torch.index_select(t_src, 0, t_idx)),
+        ("gather f32 a[idx] (checked, deferred) vs index_select", ALLOC, 16 * n,
+         lambda: g_src[g_idx], lambda: torch.index_select(t_src, 0, t_idx), "deferred"),
         ("gather f32 take(mode='clip') vs torch.take", ALLOC, 16 * n,
          lambda: gp.take(g_src, g_idx, mode="clip"), lambda: torch.take(t_src, t_idx)),
         ("scatter f32 a[idx] = v (checked) vs index_put_", INPLACE, 16 * n,
          lambda: g_dst.__setitem__(g_perm, g_vals), lambda: t_dst.index_put_((t_perm,), t_vals)),
+        ("scatter f32 a[idx] = v (checked, deferred) vs index_put_", INPLACE, 16 * n,
+         lambda: g_dst.__setitem__(g_perm, g_vals), lambda: t_dst.index_put_((t_perm,), t_vals),
+         "deferred"),
         ("scatter f32 put(mode='clip') vs index_put_", INPLACE, 16 * n,
          lambda: gp.put(g_dst, g_perm, g_vals, mode="clip"),
          lambda: t_dst.index_put_((t_perm,), t_vals)),
@@ -151,6 +161,9 @@ def main() -> None:
         ("scatter-add f32 add_at(deterministic=False) vs index_add_ (atomics)", INPLACE, 16 * n,
          lambda: gp.add_at(g_acc, g_dup, g_vals, deterministic=False),
          lambda: t_acc.index_add_(0, t_dup, t_vals)),
+        ("scatter-add f32 add_at(deterministic=False, deferred) vs index_add_ (atomics)",
+         INPLACE, 16 * n, lambda: gp.add_at(g_acc, g_dup, g_vals, deterministic=False),
+         lambda: t_acc.index_add_(0, t_dup, t_vals), "deferred"),
         ("mask select f32 x[mask]", ALLOC, 5 * m + 4 * selected,
          lambda: g_x[g_mask], lambda: t_x[t_mask]),
     ]
@@ -160,8 +173,11 @@ def main() -> None:
     def one_run(_: int) -> list[dict[str, Any]]:
         ceiling = ceiling_row(theirs(lambda: ceiling_out.copy_(ceiling_src)), 8 * m)
         rows = [ceiling]
-        for op, policy, nbytes, mine, torch_fn in cases:
-            rows += paired_rows(op, policy, nbytes, ours(mine), theirs(torch_fn))
+        for op, policy, nbytes, mine, torch_fn, *check in cases:
+            with gp.index_check(check[0] if check else "immediate"):
+                ours_ms = ours(mine)
+                gp.synchronize()  # a deferred check is read here, outside the timed samples
+            rows += paired_rows(op, policy, nbytes, ours_ms, theirs(torch_fn))
         pct_of_copy(rows, ceiling["GB/s"])
         return rows
 

@@ -399,17 +399,21 @@ PGK_API int pgk_random_choice(int64_t* out, int64_t n, const double* cdf, int64_
  * (an axis of size 0 has every index out of range, in every mode).
  * `error` (NULL: not reported) is an 8-byte slot that the launcher first sets to -1 (stream
  * ordered) and the kernel, for out-of-range indices, lowers to the smallest k * count + m.
+ * `flags`: 0, or PGK_INDEX_ERROR_PRESET when the caller has already set the slot to -1 (the
+ * launcher then leaves it alone: no memset launch; for slots reset in batches, as pygpukit's
+ * deferred index checks do).  Other bits are invalid.
  * Strides are multiples of the element size and may be 0 or negative.  64-bit index math
  * where the space has more than INT32_MAX elements.  Returns cudaErrorInvalidValue (1)
  * without touching the device for bad arguments (unknown dtype or mode, counts out of range,
  * negative sizes, null or misaligned pointers where there are elements). */
 #define PGK_INDEX_MAX 16
 enum { PGK_INDEX_RAISE = 0, PGK_INDEX_WRAP = 1, PGK_INDEX_CLIP = 2 };
+enum { PGK_INDEX_ERROR_PRESET = 1 };
 
 typedef struct pgk_index_desc {
   void* base;
   int32_t dtype, mode;
-  int32_t n_outer, n_inner, n_index, reserved;
+  int32_t n_outer, n_inner, n_index, flags;
   int64_t count;
   int64_t outer_shape[PGK_INDEX_MAX], outer_strides[PGK_INDEX_MAX];
   int64_t inner_shape[PGK_INDEX_MAX], inner_strides[PGK_INDEX_MAX];

@@ -47,6 +47,7 @@ def test_index_desc_matches_the_header_layout() -> None:
 @pytest.mark.parametrize("fields", [
     {"dtype": -1}, {"dtype": 10}, {"mode": 3}, {"mode": -1}, {"n_index": 17},
     {"n_outer": -1}, {"n_inner": 17}, {"count": -1}, {"base": 0}, {"base": FAKE + 2},
+    {"flags": 2}, {"flags": -1}, {"flags": pk.INDEX_ERROR_PRESET | 4},
 ])
 def test_gather_rejects_bad_descriptors(lib: ctypes.CDLL, fields: dict[str, int]) -> None:
     assert gather(lib, desc(**fields)) == INVALID

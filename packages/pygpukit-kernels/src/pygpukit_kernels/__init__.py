@@ -10,6 +10,7 @@ from __future__ import annotations
 from pygpukit_kernels._build import (
     ABI_VERSION,
     DTYPE_CODES,
+    INDEX_ERROR_PRESET,
     INDEX_MAX,
     MAX_DIMS,
     SMALL_BLOCK,
@@ -43,6 +44,7 @@ __version__ = "0.3.0.dev0"
 __all__ = [
     "ABI_VERSION",
     "DTYPE_CODES",
+    "INDEX_ERROR_PRESET",
     "INDEX_MAX",
     "MAX_DIMS",
     "SMALL_BLOCK",

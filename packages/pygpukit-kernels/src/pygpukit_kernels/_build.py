@@ -338,6 +338,8 @@ _LAUNCHERS.update({
 
 #: Most outer / inner dims and index arrays of one ``pgk_index_desc`` (``PGK_INDEX_MAX``).
 INDEX_MAX = 16
+#: ``pgk_index_desc.flags``: the caller already set the error slot to -1 (no reset launched).
+INDEX_ERROR_PRESET = 1
 
 
 class IndexMode(enum.IntEnum):
@@ -360,7 +362,7 @@ class IndexDesc(ctypes.Structure):
         ("base", ctypes.c_void_p),
         ("dtype", ctypes.c_int32), ("mode", ctypes.c_int32),
         ("n_outer", ctypes.c_int32), ("n_inner", ctypes.c_int32),
-        ("n_index", ctypes.c_int32), ("reserved", ctypes.c_int32),
+        ("n_index", ctypes.c_int32), ("flags", ctypes.c_int32),
         ("count", ctypes.c_int64),
         ("outer_shape", ctypes.c_int64 * INDEX_MAX),
         ("outer_strides", ctypes.c_int64 * INDEX_MAX),

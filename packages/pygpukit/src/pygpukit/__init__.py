@@ -76,6 +76,7 @@ from pygpukit._errors import (  # noqa: E402
 )
 from pygpukit._fp8 import FP8_MAX, dequantize_fp8, quantize_fp8  # noqa: E402
 from pygpukit._graph import Graph, graph  # noqa: E402
+from pygpukit._index_errors import get_index_check, index_check, set_index_check  # noqa: E402
 from pygpukit._indexing import *  # noqa: E402,F403
 from pygpukit._jit import BoundLaunch, JITKernel, JITModule, jit  # noqa: E402
 from pygpukit._linalg import (  # noqa: E402
@@ -224,6 +225,7 @@ __all__ = [
     "full",
     "full_like",
     "get_partition",
+    "get_index_check",
     "get_matmul_precision",
     "graph",
     "get_nvrtc_path",
@@ -235,6 +237,7 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "index_check",
     "is_cuda_available",
     "is_nvrtc_available",
     "linear",
@@ -248,6 +251,7 @@ __all__ = [
     "ones_like",
     "partition",
     "reset_peak_memory_stats",
+    "set_index_check",
     "set_matmul_precision",
     "set_memory_limit",
     "spill_log",

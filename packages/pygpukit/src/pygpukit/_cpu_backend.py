@@ -119,16 +119,17 @@ def _recordable(method: Callable[..., None]) -> Callable[..., None]:
     from real ones above the runtime, and this check keeps the simulation as strict.
     """
     @functools.wraps(method)
-    def run(self: CpuRuntime, *args: Any) -> None:
+    def run(self: CpuRuntime, *args: Any, **options: Any) -> None:
         for arg in args:
             dtype = getattr(arg, "dtype", None)
             if isinstance(dtype, np.dtype) and dtype.kind == "c":
                 raise TypeError(complex_unsupported(method.__name__, dtype))
         recorded = args[-1]._recorded
         if recorded is not None:
-            recorded.append((method, self, args))
+            recorded.append((functools.partial(method, **options) if options else method, self,
+                             args))
         else:
-            method(self, *args)
+            method(self, *args, **options)
 
     return run
 
@@ -481,24 +482,26 @@ class CpuRuntime:
         host_view(out).reshape(-1)[...] = _philox.categorical(host_view(cdf), last, out.size,
                                                               key, counter, stream_id)
     # -- advanced indexing: the kernels' definitions in NumPy (pygpukit._cpu_indexing) ------
+    # ``preset`` (a deferred check's slot, already "no error") changes nothing here: the
+    # simulation writes the whole slot, -1 or the error code, as the kernels' atomicMin ends.
     @_recordable
     def index_gather(self, plan: IndexPlan, out: GPUArray, error: GPUArray | None,
-                     stream: Stream) -> None:
+                     stream: Stream, *, preset: bool = False) -> None:
         _cpu_indexing.gather(plan, out, error)
 
     @_recordable
     def index_scatter(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-                      stream: Stream) -> None:
+                      stream: Stream, *, preset: bool = False) -> None:
         _cpu_indexing.scatter(plan, values, error)
 
     @_recordable
     def index_add(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-                  stream: Stream) -> None:
+                  stream: Stream, *, preset: bool = False) -> None:
         _cpu_indexing.add(plan, values, error)
 
     @_recordable
     def index_add_atomic(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-                         stream: Stream) -> None:
+                         stream: Stream, *, preset: bool = False) -> None:
         # NumPy's add.at sums in index order: the simulation is deterministic either way.
         _cpu_indexing.add(plan, values, error)
 

@@ -508,24 +508,24 @@ class CudaRuntime:
         self.kernels.check("pgk_random_choice", status)
     # -- advanced indexing (pygpukit._cuda_indexing: gather_scatter.cu's launchers) ----------
     def index_gather(self, plan: IndexPlan, out: GPUArray, error: GPUArray | None,
-                     stream: Stream) -> None:
+                     stream: Stream, *, preset: bool = False) -> None:
         self.activate()
-        _cuda_indexing.gather(self, plan, out, error, stream)
+        _cuda_indexing.gather(self, plan, out, error, stream, preset)
 
     def index_scatter(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-                      stream: Stream) -> None:
+                      stream: Stream, *, preset: bool = False) -> None:
         self.activate()
-        _cuda_indexing.scatter(self, plan, values, error, stream)
+        _cuda_indexing.scatter(self, plan, values, error, stream, preset)
 
     def index_add(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-                  stream: Stream) -> None:
+                  stream: Stream, *, preset: bool = False) -> None:
         self.activate()
-        _cuda_indexing.add(self, plan, values, error, stream)
+        _cuda_indexing.add(self, plan, values, error, stream, preset)
 
     def index_add_atomic(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-                         stream: Stream) -> None:
+                         stream: Stream, *, preset: bool = False) -> None:
         self.activate()
-        _cuda_indexing.add_atomic(self, plan, values, error, stream)
+        _cuda_indexing.add_atomic(self, plan, values, error, stream, preset)
 
     def select_flagged_counted(self, x: GPUArray | None, flags: GPUArray, out: GPUArray,
                                stream: Stream) -> int:

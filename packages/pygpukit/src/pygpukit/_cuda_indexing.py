@@ -29,8 +29,11 @@ def _ptr(array: GPUArray) -> int:
     return array._block.address + array._offset
 
 
-def _desc(plan: IndexPlan) -> pygpukit_kernels.IndexDesc:
-    """The C descriptor of a plan (dims of size 1 are already left out of outer / inner)."""
+def _desc(plan: IndexPlan, preset: bool = False) -> pygpukit_kernels.IndexDesc:
+    """The C descriptor of a plan (dims of size 1 are already left out of outer / inner).
+
+    ``preset``: the error slot is already "no error" (a deferred check's slot): no reset.
+    """
     limit = pygpukit_kernels.INDEX_MAX
     if len(plan.outer) > limit or len(plan.inner) > limit or len(plan.indices) > limit:
         raise ValueError(f"advanced indexing: at most {limit} index arrays and {limit} other "
@@ -43,6 +46,7 @@ def _desc(plan: IndexPlan) -> pygpukit_kernels.IndexDesc:
     desc.n_inner = len(plan.inner)
     desc.n_index = len(plan.indices)
     desc.count = plan.count
+    desc.flags = pygpukit_kernels.INDEX_ERROR_PRESET if preset else 0
     for d, (size, stride) in enumerate(plan.outer):
         desc.outer_shape[d] = size
         desc.outer_strides[d] = stride
@@ -68,37 +72,37 @@ def _workspace(runtime: CudaRuntime, nbytes: int, stream: Stream) -> Any:
 
 
 def gather(runtime: CudaRuntime, plan: IndexPlan, out: GPUArray, error: GPUArray | None,
-           stream: Stream) -> None:
+           stream: Stream, preset: bool = False) -> None:
     """``out`` (C-contiguous) = the plan's elements."""
     lib = runtime.kernels._lib
-    status = lib.pgk_index_gather(ctypes.byref(_desc(plan)), _ptr(out) or None,
+    status = lib.pgk_index_gather(ctypes.byref(_desc(plan, preset)), _ptr(out) or None,
                                   _error_ptr(error), stream.launch_handle())
     runtime.kernels.check("pgk_index_gather", status)
 
 
 def scatter(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-            stream: Stream) -> None:
+            stream: Stream, preset: bool = False) -> None:
     """The plan's elements = ``values`` (C-contiguous)."""
     lib = runtime.kernels._lib
-    status = lib.pgk_index_scatter(ctypes.byref(_desc(plan)), _ptr(values) or None,
+    status = lib.pgk_index_scatter(ctypes.byref(_desc(plan, preset)), _ptr(values) or None,
                                    _error_ptr(error), stream.launch_handle())
     runtime.kernels.check("pgk_index_scatter", status)
 
 
 def add_atomic(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray,
-               error: GPUArray | None, stream: Stream) -> None:
+               error: GPUArray | None, stream: Stream, preset: bool = False) -> None:
     """The plan's elements += ``values``, one atomic add per element."""
     status = runtime.kernels._lib.pgk_index_add_atomic(
-        ctypes.byref(_desc(plan)), _ptr(values) or None, _error_ptr(error),
+        ctypes.byref(_desc(plan, preset)), _ptr(values) or None, _error_ptr(error),
         stream.launch_handle())
     runtime.kernels.check("pgk_index_add_atomic", status)
 
 
 def add(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
-        stream: Stream) -> None:
+        stream: Stream, preset: bool = False) -> None:
     """The plan's elements += ``values`` (deterministic scatter-add)."""
     lib = runtime.kernels._lib
-    desc = _desc(plan)
+    desc = _desc(plan, preset)
     size = ctypes.c_uint64(0)
     runtime.kernels.check("pgk_index_add_workspace_size", lib.pgk_index_add_workspace_size(
         ctypes.byref(desc), ctypes.byref(size)))

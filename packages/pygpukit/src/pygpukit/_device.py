@@ -90,8 +90,11 @@ class Device:
         return int(self._runtime.total_memory)
 
     def synchronize(self) -> None:
-        """Wait until all work on every stream of this device has finished."""
-        self._runtime.synchronize()
+        """Wait until all work on every stream of this device has finished.
+
+        Raises IndexError for a failed deferred index check (see ``gp.set_index_check``).
+        """
+        _synchronize_runtime(self._runtime)
 
     def __enter__(self) -> Device:
         _context.state.devices.append(self.id)
@@ -113,12 +116,26 @@ class Device:
         return f"<pygpukit.Device {self.kind}:{self.id} {self.name}>"
 
 
+def _synchronize_runtime(runtime: Any) -> None:
+    from pygpukit import _index_errors  # imports the array core: not at module load
+
+    runtime.synchronize()
+    _index_errors.check_runtime(runtime)
+
+
 def synchronize(device: Any = None) -> None:
-    """Wait until all work on ``device`` (every device if omitted) has finished."""
+    """Wait until all work on ``device`` (every device if omitted) has finished.
+
+    Raises
+    ------
+    IndexError
+        When a deferred index check (``gp.set_index_check("deferred")``) found an out-of-range
+        index in an operation of the synchronized device(s).
+    """
     backend = get_backend()
     if device is None:
         for index in range(backend.device_count()):
             if backend.has_runtime(index):
-                backend.runtime(index).synchronize()
+                _synchronize_runtime(backend.runtime(index))
     else:
-        runtime_for(device).synchronize()
+        _synchronize_runtime(runtime_for(device))

@@ -16,7 +16,9 @@ in an 8-byte slot, read back once per operation (one small device-to-host copy, 
 the kernel), and :class:`IndexError` is raised naming the axis and its size, as NumPy does.  On
 the device the elements of the in-range indices of a failed assignment have been written by
 then (NumPy writes nothing); a failed gather returns nothing.  Inside a graph capture the slot
-cannot be read: out-of-range elements are skipped there (a gather gives 0).
+cannot be read: out-of-range elements are skipped there (a gather gives 0).  With
+``gp.set_index_check("deferred")`` the slot is read at the stream's next synchronization instead
+of at the call (pygpukit._index_errors): no wait per operation.
 """
 
 from __future__ import annotations
@@ -27,17 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pygpukit import _array, _layout, _math
+from pygpukit import _array, _index_errors, _layout, _math
 from pygpukit._array import GPUArray, complex_pairs, from_pairs
 from pygpukit._context import state as _context_state
 from pygpukit._dtypes import normalize_dtype
 from pygpukit._fastpath import Kind, fast
+from pygpukit._index_errors import bounds_message
 from pygpukit._indexplan import IndexMode, IndexPlan
 from pygpukit._stream import stream_for_runtime
 from pygpukit._transfer import assign, check_same_device, copy_into, empty_on, touch, upload
 
 if TYPE_CHECKING:
     from pygpukit._backend import Runtime
+    from pygpukit._stream import Stream
 
 _INT64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
@@ -109,10 +113,6 @@ def _convert(item: Any) -> Any:
     raise IndexError(f"{_ONLY_VALID}; got {type(item).__name__}")
 
 
-def _bounds_message(value: int, axis: int, size: int) -> str:
-    return f"index {value} is out of bounds for axis {axis} with size {size}"
-
-
 def _check_host(index: np.ndarray[Any, Any], size: int, axis: int) -> None:
     """Raise NumPy's IndexError for the first element of ``index`` outside ``[-size, size)``."""
     if index.size == 0:
@@ -121,7 +121,7 @@ def _check_host(index: np.ndarray[Any, Any], size: int, axis: int) -> None:
         return
     flat = index.reshape(-1)
     bad = int(np.argmax((flat < -size) | (flat >= size)))
-    raise IndexError(_bounds_message(int(flat[bad]), axis, size))
+    raise IndexError(bounds_message(int(flat[bad]), axis, size))
 
 
 class _Parsed:
@@ -341,16 +341,35 @@ def _plan(parsed: _Parsed, mode: IndexMode) -> _Prepared:
     return _Prepared(plan, result_shape, check)
 
 
-def _error_slot(runtime: Runtime, prepared: _Prepared) -> GPUArray | None:
-    """The kernel's 8-byte error slot, when device indices need checking (not in a capture)."""
+def _error_slot(runtime: Runtime, prepared: _Prepared, stream: Stream, op: str
+                ) -> tuple[GPUArray | None, bool]:
+    """The kernel's 8-byte error slot (None: unchecked) and whether it is a deferred one.
+
+    No slot when the device indices need no check or a graph is being captured.  A deferred
+    slot (pygpukit._index_errors) is already reset and is read at the next synchronization.
+    """
     if not prepared.check or _context_state.capturing:
-        return None
-    return empty_on(runtime, (1,), _INT64)
+        return None, False
+    if _index_errors.deferred():
+        checks = stream._index_checks
+        if checks is None:  # the stream's ring of slots, all "no error"
+            ring = empty_on(runtime, (_index_errors.RING,), _INT64, stream)
+            runtime.fill(ring, -1, stream)
+            checks = stream._index_checks = _index_errors.StreamChecks(ring)
+        slot = _index_errors.take_slot(checks, runtime, stream, prepared.plan, op)
+        ring = checks.ring
+        return GPUArray(runtime, ring._block, ring._offset + 8 * slot, (1,), (8,), _INT64), True
+    error = empty_on(runtime, (1,), _INT64)
+    touch(stream, written=error)
+    return error, False
 
 
-def _raise_recorded(prepared: _Prepared, error: GPUArray | None) -> None:
-    """Read the error slot (one 8-byte copy) and raise NumPy's IndexError if it was set."""
-    if error is None:
+def _raise_recorded(prepared: _Prepared, error: GPUArray | None, deferred: bool) -> None:
+    """Read the error slot (one 8-byte copy) and raise NumPy's IndexError if it was set.
+
+    A deferred slot is read at the stream's next synchronization instead.
+    """
+    if error is None or deferred:
         return
     code = int(error.to_numpy()[0])
     if code < 0:
@@ -358,7 +377,7 @@ def _raise_recorded(prepared: _Prepared, error: GPUArray | None) -> None:
     plan = prepared.plan
     k, m = divmod(code, plan.count)
     value = int(plan.indices[k][m].item())
-    raise IndexError(_bounds_message(value, plan.axes[k], plan.sizes[k]))
+    raise IndexError(bounds_message(value, plan.axes[k], plan.sizes[k]))
 
 
 def _gather(prepared: _Prepared) -> GPUArray:
@@ -368,12 +387,10 @@ def _gather(prepared: _Prepared) -> GPUArray:
     if plan.size == 0:
         return out
     stream = stream_for_runtime(runtime)
-    error = _error_slot(runtime, prepared)
+    error, deferred = _error_slot(runtime, prepared, stream, "gather (a[index])")
     touch(stream, plan.base, *plan.indices, written=out)
-    if error is not None:
-        touch(stream, written=error)
-    runtime.index_gather(plan, out, error, stream)
-    _raise_recorded(prepared, error)
+    runtime.index_gather(plan, out, error, stream, preset=deferred)
+    _raise_recorded(prepared, error, deferred)
     return out
 
 
@@ -414,12 +431,10 @@ def _scatter(prepared: _Prepared, value: Any) -> None:
         return
     runtime = plan.base._rt
     stream = stream_for_runtime(runtime)
-    error = _error_slot(runtime, prepared)
+    error, deferred = _error_slot(runtime, prepared, stream, "assignment (a[index] = v)")
     touch(stream, values, *plan.indices, written=plan.base)
-    if error is not None:
-        touch(stream, written=error)
-    runtime.index_scatter(plan, values, error, stream)
-    _raise_recorded(prepared, error)
+    runtime.index_scatter(plan, values, error, stream, preset=deferred)
+    _raise_recorded(prepared, error, deferred)
 
 
 # -- masks ---------------------------------------------------------------------------------------
@@ -581,7 +596,7 @@ def _unravel(flat: GPUArray, shape: tuple[int, ...], mode: IndexMode, out: GPUAr
         code = int(error.to_numpy()[0])
         if code >= 0:
             value = int(flat[code].item())
-            raise IndexError(_bounds_message(value, axis, math.prod(shape)))
+            raise IndexError(bounds_message(value, axis, math.prod(shape)))
 
 
 def nonzero(a: GPUArray) -> tuple[GPUArray, ...]:
@@ -816,7 +831,7 @@ def compress(condition: Any, a: GPUArray, axis: int | None = None) -> GPUArray:
     length = source.shape[dim]
     if cond.shape[0] > length:
         if bool(_host_any(cond, length)):
-            raise IndexError(_bounds_message(length, dim, length))
+            raise IndexError(bounds_message(length, dim, length))
         cond = cond[:length]
     if isinstance(cond, GPUArray):
         picked: Any = _nonzero_matrix(cond)[0]
@@ -1003,15 +1018,13 @@ def add_at(x: GPUArray, indices: Any, values: Any, *, deterministic: bool = True
         return
     runtime = x._rt
     stream = stream_for_runtime(runtime)
-    error = _error_slot(runtime, prepared)
+    error, deferred = _error_slot(runtime, prepared, stream, "add_at")
     touch(stream, staged_values, *plan.indices, written=plan.base)
-    if error is not None:
-        touch(stream, written=error)
     if deterministic:
-        runtime.index_add(plan, staged_values, error, stream)
+        runtime.index_add(plan, staged_values, error, stream, preset=deferred)
     else:
-        runtime.index_add_atomic(plan, staged_values, error, stream)
-    _raise_recorded(prepared, error)
+        runtime.index_add_atomic(plan, staged_values, error, stream, preset=deferred)
+    _raise_recorded(prepared, error, deferred)
 
 
 def _as_complex(x: GPUArray, values: Any) -> GPUArray:

@@ -37,8 +37,8 @@ class Stream:
     >>> s.synchronize()
     """
 
-    __slots__ = ("__weakref__", "_before_launch", "_handle", "_impl", "_keep", "_pool",
-                 "_recorded", "_runtime", "priority")
+    __slots__ = ("__weakref__", "_before_launch", "_handle", "_impl", "_index_checks", "_keep",
+                 "_pool", "_recorded", "_runtime", "priority")
 
     #: Called before every kernel launch on this stream (``None``: nothing to do).  Partitions
     #: set it to pace launches; graph capture leaves it alone.
@@ -60,6 +60,8 @@ class Stream:
         self._pool: Any = None
         self._keep: list[Any] | None = None
         self._recorded: list[Any] | None = None
+        # Deferred index checks in flight on this stream (pygpukit._index_errors), or None.
+        self._index_checks: Any = None
 
     @classmethod
     def _wrap(cls, runtime: Runtime, impl: Any, priority: int) -> Stream:
@@ -87,9 +89,20 @@ class Stream:
         return Device(self._runtime.index)
 
     def synchronize(self) -> None:
-        """Wait until all work enqueued on this stream has finished."""
+        """Wait until all work enqueued on this stream has finished.
+
+        Raises
+        ------
+        IndexError
+            When a deferred index check (``gp.set_index_check("deferred")``) of an operation
+            on this stream found an out-of-range index.
+        """
         _context.refuse_in_capture("Stream.synchronize()")
         self._impl.synchronize()
+        if self._index_checks is not None:
+            from pygpukit import _index_errors
+
+            _index_errors.check(self._runtime, self)
 
     def query(self) -> bool:
         """Return whether all work enqueued on this stream has finished (never blocks)."""
@@ -134,23 +147,40 @@ class Event:
         Device index or :class:`~pygpukit.Device`; the current device if omitted.
     """
 
-    __slots__ = ("_impl", "_runtime")
+    __slots__ = ("_impl", "_mark", "_runtime")
 
     def __init__(self, timing: bool = True, *, device: Any = None) -> None:
         from pygpukit._device import runtime_for
 
         self._runtime = runtime_for(device)
         self._impl = self._runtime.new_event(bool(timing))
+        # (stream, deferred index checks enqueued on it before the record), when there were any.
+        self._mark: tuple[Stream, int] | None = None
 
     def record(self, stream: Stream | None = None) -> None:
         """Record the event on ``stream`` (the current stream if omitted)."""
         target = stream if stream is not None else current_stream(self._runtime.index)
         self._impl.record(target._impl)
+        checks = target._index_checks
+        self._mark = (target, checks.next_seq) if checks is not None and checks.pending else None
 
     def synchronize(self) -> None:
-        """Wait until the work before the recorded point has finished."""
+        """Wait until the work before the recorded point has finished.
+
+        Raises
+        ------
+        IndexError
+            When a deferred index check of an operation before the recorded point found an
+            out-of-range index (see ``gp.set_index_check``).
+        """
         _context.refuse_in_capture("Event.synchronize()")
         self._impl.synchronize()
+        mark = self._mark
+        if mark is not None:
+            self._mark = None
+            from pygpukit import _index_errors
+
+            _index_errors.check(self._runtime, mark[0], upto=mark[1])
 
     def query(self) -> bool:
         """Return whether the recorded work has finished (never blocks)."""

@@ -166,6 +166,10 @@ def to_numpy(array: GPUArray) -> np.ndarray[Any, Any]:
     if host.nbytes:
         stream: Stream = source._block.writer
         array._rt.download(source, host.reshape(-1).view(np.uint8).data, stream)
+        if stream._index_checks is not None:  # that stream is synchronized: its deferred checks
+            from pygpukit import _index_errors
+
+            _index_errors.check(array._rt, stream)
     return host
 
 
