@@ -1182,6 +1182,31 @@ PyObject* run_jit(FastOpObject* self, PyObject* const* args, Py_ssize_t nargs,
     Py_RETURN_NONE;
 }
 
+// Whether every keyword of a matmul / linear call is one of its parameters left at None (the
+// defaults), but linear's bias=, returned in *bias (nullptr when absent or None).
+bool product_keywords_default(int kind, PyObject* const* values, PyObject* kwnames,
+                              PyObject** bias) {
+    static const char* const matmul_names[] = {"out", "precision", "use_tf32", "scale_a",
+                                               "scale_b", "out_dtype", nullptr};
+    static const char* const linear_names[] = {"activation", "precision", "scale_x",
+                                               "scale_weight", "out_dtype", nullptr};
+    const char* const* names = kind == kLinear ? linear_names : matmul_names;
+    *bias = nullptr;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(kwnames); ++j) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, j);
+        if (kind == kLinear && PyUnicode_CompareWithASCIIString(key, "bias") == 0) {
+            *bias = values[j] != Py_None ? values[j] : nullptr;
+            continue;
+        }
+        if (values[j] != Py_None) return false;
+        bool known = false;
+        for (const char* const* name = names; *name != nullptr && !known; ++name)
+            known = PyUnicode_CompareWithASCIIString(key, *name) == 0;
+        if (!known) return false;
+    }
+    return true;
+}
+
 PyObject* fastop_vectorcall(PyObject* callable, PyObject* const* args, std::size_t nargsf,
                             PyObject* kwnames) {
     auto* self = reinterpret_cast<FastOpObject*>(callable);
@@ -1202,8 +1227,24 @@ PyObject* fastop_vectorcall(PyObject* callable, PyObject* const* args, std::size
         out = args[n] != Py_None ? args[n] : nullptr;
         nkw = 0;
     }
-    if (g.ready && (n == kArity[self->kind] || (self->kind == kLinear && n == 3)) && nkw == 0) {
-        PyObject* r = product ? run_product(self, args, n) : run(self, args, out);
+    // Products: keywords left at their defaults (None) keep the call on the fast path, and
+    // linear's bias= is its third argument; any other keyword (a precision, an out array, FP8
+    // scales, an unknown name) goes to the Python function, which handles or refuses it.
+    PyObject* const* pargs = args;
+    PyObject* with_bias[3];
+    Py_ssize_t pn = n;
+    if (product && nkw > 0 && n == 2 && product_keywords_default(self->kind, args + n, kwnames,
+                                                                 &with_bias[2])) {
+        nkw = 0;
+        if (with_bias[2] != nullptr) {
+            with_bias[0] = args[0];
+            with_bias[1] = args[1];
+            pargs = with_bias;
+            pn = 3;
+        }
+    }
+    if (g.ready && (pn == kArity[self->kind] || (self->kind == kLinear && pn == 3)) && nkw == 0) {
+        PyObject* r = product ? run_product(self, pargs, pn) : run(self, args, out);
         if (r != nullptr || PyErr_Occurred()) return r;
     }
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);

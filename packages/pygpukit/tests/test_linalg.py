@@ -321,6 +321,26 @@ def test_every_output_element_is_written(backend: str, dtype: np.dtype[Any],
     check(out, ref_matmul(a, b), TF32_TOL if dtype == F32 else TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=str)
+def test_default_keywords_and_bias_keyword(backend: str, dtype: np.dtype[Any]) -> None:
+    # Keywords left at None (the C fast path takes these calls too) and linear's bias=.
+    a, b = rand((24, 40), dtype, 40), rand((40, 56), dtype, 41)
+    w, bias = rand((56, 40), dtype, 42), rand((56,), dtype, 43)
+    ga, gb, gw, gbias = (gp.from_numpy(x) for x in (a, b, w, bias))
+    tol = TOL[dtype]
+    check(gp.matmul(ga, gb, precision=None), ref_matmul(a, b), tol)
+    check(gp.matmul(ga, gb, out=None, use_tf32=None, scale_a=None, scale_b=None,
+                    out_dtype=None), ref_matmul(a, b), tol)
+    ref_lin = ref_matmul(a, w.T) + bias.astype(np.float64)
+    check(gp.linear(ga, gw, bias=gbias), ref_lin, tol)
+    check(gp.linear(ga, gw, bias=gbias, activation=None, precision=None), ref_lin, tol)
+    check(gp.linear(ga, gw, bias=None, scale_x=None), ref_matmul(a, w.T), tol)
+    with pytest.raises(TypeError, match="precison"):
+        gp.matmul(ga, gb, precison=None)  # a misspelt keyword is refused, None or not
+    with pytest.raises(TypeError, match="bias"):
+        gp.matmul(ga, gb, bias=None)  # matmul has no bias
+
+
 @pytest.mark.gpu
 def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
     from pygpukit import _backend
