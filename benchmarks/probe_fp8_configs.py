@@ -3,7 +3,9 @@
 For each shape (4096³, 8192³ and the LLM shapes M x 14336 x 4096), e4m3 x e4m3 with per-tensor
 scales and bfloat16 out, times ``gp.linear`` with each configuration forced through
 ``pgk_gemm_fp8_force_config`` (1 = "l" 128x256 cooperative cluster 2x1, 2 = "m" 128x128
-ping-pong, 3 = "s" 64x64 ping-pong swapped; 0 = the shape heuristic) and
+ping-pong, 3 = "s" 64x64 ping-pong swapped, 6 = "w" 128x224 cooperative, 7 = "t" 128x32
+cooperative swapped, 5 = "gemv" the small-M streaming kernel, timed for m <= 16 only; 0 = the
+shape heuristic) and
 ``torch._scaled_mm`` (use_fast_accum=True) beside them: CUDA events around --batch
 back-to-back products, median of --repeat samples.  Prints a table (% of torch per
 configuration) and writes JSON to --out.
@@ -23,8 +25,9 @@ import pygpukit as gp
 import pygpukit_kernels
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)] + [
-    (m, 14336, 4096) for m in (1, 16, 64, 128, 256, 512, 1024, 2048, 4096)]
-CONFIGS = {0: "auto", 1: "l", 2: "m", 3: "s"}
+    (m, 14336, 4096) for m in (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)]
+CONFIGS = {0: "auto", 1: "l", 2: "m", 3: "s", 6: "w", 7: "t", 5: "gemv"}
+GEMV_MAX_M = 16  # the small-M kernel's range (sm89_fp8_gemv.cuh: kFp8GemvMaxM)
 
 
 def probe_shape(m: int, n: int, k: int, repeat: int, batch: int, force: Any,
@@ -46,14 +49,18 @@ def probe_shape(m: int, n: int, k: int, repeat: int, batch: int, force: Any,
         return gp.linear(a_o, w_o, scale_x=sa_o, scale_weight=sb_o)
 
     torch_ms = median_event_ms(theirs, repeat, torch_event, batch)
-    row: dict[str, Any] = {"m": m, "n": n, "k": k, "torch_ms": torch_ms}
+    # "shape" as well: the key "m" is overwritten by configuration "m"'s timings below.
+    row: dict[str, Any] = {"shape": [m, n, k], "m": m, "n": n, "k": k, "torch_ms": torch_ms}
     for code, name in CONFIGS.items():
+        if name == "gemv" and m > GEMV_MAX_M:
+            continue  # it declines: config 5 would time the heuristic's kernel again
         if force(code) != 0:
             raise SystemExit("pgk_gemm_fp8_force_config failed")
         ms = median_event_ms(ours, repeat, gp.Event, batch)
         row[name] = {"ms": ms, "pct": 100.0 * torch_ms / ms, "kernel": a_o._rt.gemm_last_kernel()}
     force(0)
-    cells = "  ".join(f"{name} {row[name]['pct']:6.1f}%" for name in CONFIGS.values())
+    cells = "  ".join(f"{name} {row[name]['pct']:6.1f}%" for name in CONFIGS.values()
+                      if name in row)
     print(f"{m:5}x{n}x{k}: torch {2 * m * n * k / torch_ms / 1e9:7.1f} TF/s  {cells}  "
           f"auto={row['auto']['kernel']}", flush=True)
     return row

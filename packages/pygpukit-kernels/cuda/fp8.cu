@@ -1,6 +1,8 @@
 // FP8 (float8_e4m3fn, float8_e5m2): the scaled cast kernel (pgk_fp8_cast) and the FP8 matrix
 // product's C ABI (pgk_gemm_fp8): the sm_90a TMA/WGMMA family on compute capability 9.0, the
-// mma.sync family (sm_89+) on 8.9, 10.x and 12.x and for what the sm_90a family declines.
+// small-M streaming kernel (sm_89+) for m <= 16 elsewhere (and on 9.0 for what the sm_90a family
+// declines), the mma.sync tile family (sm_89+) on 8.9, 10.x and 12.x and for what the others
+// decline.
 // Built for every arch of the build: cuda_fp8.h converts in hardware on sm_89+ and in software
 // before.
 #include <atomic>
@@ -14,6 +16,7 @@
 
 #include "gemm/gemm_problem.cuh"
 #include "gemm/sm89_fp8_configs.cuh"
+#include "gemm/sm89_fp8_gemv.cuh"
 #include "gemm/sm90_fp8_configs.cuh"
 #include "pygpukit_kernels.h"
 
@@ -120,20 +123,35 @@ extern "C" PGK_API int pgk_fp8_cast(const void* src, int src_dtype, void* dst, i
 #endif
 
 namespace {
-// Test hook (pgk_gemm_fp8_force_config 4): the mma.sync family even on compute capability 9.0.
+// Test hooks (pgk_gemm_fp8_force_config): 4 = the mma.sync family even on compute capability 9.0;
+// small-M kernel: 0 by m (m <= kFp8GemvAutoMaxM), 1 whenever it can run (config 5), 2 never
+// (configs 1-4, 6 and 7, which name a tile kernel).
 std::atomic<bool> g_force_mma{false};
+std::atomic<int> g_gemv_mode{0};
+
+// The small-M kernel's range in the shape heuristic: m <= 16 (one m-tile; two m-tiles for m <= 32
+// ran at 33 us on an H200 for N = 14336, K = 4096, twice the one-tile kernel).  Not first on
+// Hopper when the sm_90a family is built: there FP8 mma.sync is emulated (each fragment converted
+// to f16 for HMMA) and the swapped 128x32 WGMMA kernel streams the weight faster (CUPTI device
+// times, m = 1 / 8 / 16: 16.6 / 16.9 / 16.9 us vs 17.2 / 17.6 / 17.9 us; torch._scaled_mm 16.7 /
+// 16.3 / 16.3 us); it stays the fallback for what the sm_90a family declines.
+constexpr int kFp8GemvAutoMaxM = 16;
 }  // namespace
 
 extern "C" PGK_API int pgk_gemm_fp8_force_config(int config) {
-  if (config < 0 || config > 4) return cudaErrorInvalidValue;
-  // 1-3 pick a kernel of the sm_90a family, 4 the mma.sync family: each needs its family built.
-  if ((config >= 1 && config <= 3 && !PGK_HAVE_SM90) || (config == 4 && !PGK_HAVE_SM89_FP8) ||
+  if (config < 0 || config > 7) return cudaErrorInvalidValue;
+  // 1-3, 6 and 7 pick a kernel of the sm_90a family, 4 and 5 mma.sync kernels: each needs its
+  // family built.
+  const bool sm90_cfg = (config >= 1 && config <= 3) || config >= 6;
+  if ((sm90_cfg && !PGK_HAVE_SM90) || ((config == 4 || config == 5) && !PGK_HAVE_SM89_FP8) ||
       (!PGK_HAVE_SM90 && !PGK_HAVE_SM89_FP8))
     return cudaErrorNotSupported;
 #if PGK_HAVE_SM90
-  pgk::gemm::sm90fp8::force_config(config == 4 ? 0 : config);
+  // The sm_90a family's own codes: 1 l, 2 m, 3 s, 4 w, 5 t.
+  pgk::gemm::sm90fp8::force_config(config >= 6 ? config - 2 : (config == 4 || config == 5) ? 0 : config);
 #endif
   g_force_mma.store(config == 4, std::memory_order_relaxed);
+  g_gemv_mode.store(config == 0 ? 0 : config == 5 ? 1 : 2, std::memory_order_relaxed);
   return cudaSuccess;
 }
 
@@ -179,18 +197,41 @@ extern "C" PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* d, void* stream) {
   pgk::gemm::note_kernel("");
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   // Each family declines (cudaErrorNotSupported, nothing launched) what it cannot run: another
-  // arch, the e5m2 x e5m2 pair, operands it cannot read.  Hopper: WGMMA first (faster), then
-  // mma.sync (e.g. a C whose rows are not 16-byte aligned); elsewhere mma.sync alone.
+  // arch, the e5m2 x e5m2 pair, operands it cannot read.  m <= 16: the small-M streaming kernel
+  // first (the weight read is the whole cost), except on Hopper with the sm_90a family built (see
+  // kFp8GemvAutoMaxM), where it follows that family.  Hopper: WGMMA first (faster), then mma.sync
+  // (e.g. a C whose rows are not 16-byte aligned); elsewhere mma.sync alone.
   cudaError_t status = cudaErrorNotSupported;
+  bool tried = false;  // a family declined before the next one runs
+#if PGK_HAVE_SM89_FP8
+  const int gemv_mode = g_gemv_mode.load(std::memory_order_relaxed);
+  const bool gemv_auto = gemv_mode == 0 && p.m <= kFp8GemvAutoMaxM;
+  const bool hopper_first = PGK_HAVE_SM90 && pgk::gemm::current_sm() == 90;
+  const bool gemv_first = gemv_mode == 1 || (gemv_auto && !hopper_first);
+  if (gemv_first) {
+    status = pgk::gemm::sm89_fp8_gemv(p, s);
+    tried = true;
+  }
+#endif
 #if PGK_HAVE_SM90
-  if (!g_force_mma.load(std::memory_order_relaxed)) status = pgk::gemm::sm90_fp8_gemm(p, s);
+  if (status == cudaErrorNotSupported && !g_force_mma.load(std::memory_order_relaxed)) {
+    if (tried) (void)cudaGetLastError();  // a decline launched nothing; keep the state clean
+    status = pgk::gemm::sm90_fp8_gemm(p, s);
+    tried = true;
+  }
 #endif
 #if PGK_HAVE_SM89_FP8
+  if (status == cudaErrorNotSupported && gemv_auto && !gemv_first) {
+    if (tried) (void)cudaGetLastError();
+    status = pgk::gemm::sm89_fp8_gemv(p, s);  // Hopper: what the sm_90a family declined
+    tried = true;
+  }
   if (status == cudaErrorNotSupported) {
     (void)cudaGetLastError();  // a decline launched nothing; keep the error state clean anyway
     status = pgk::gemm::sm89_fp8_gemm(p, s);
   }
 #endif
+  (void)tried;
   pgk::gemm::publish_kernel(status == cudaSuccess);
   return static_cast<int>(status);
 #else

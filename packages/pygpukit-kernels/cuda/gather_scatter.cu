@@ -209,7 +209,7 @@ index_1d_kernel(char* base, char* other, int64_t* error, const int64_t* __restri
 int make_params(const pgk_index_desc* d, IndexParams& p) {
   if (d == nullptr || !valid_dtype(d->dtype)) return kInvalidArg;
   if (d->mode < PGK_INDEX_RAISE || d->mode > PGK_INDEX_CLIP) return kInvalidArg;
-  if ((d->flags & ~PGK_INDEX_ERROR_PRESET) != 0) return kInvalidArg;
+  if ((d->flags & ~PGK_ERROR_SLOT_PRESET) != 0) return kInvalidArg;
   if (d->n_outer < 0 || d->n_inner < 0 || d->n_index < 0 || d->n_outer > kIndexMax ||
       d->n_inner > kIndexMax || d->n_index > kIndexMax || d->count < 0) {
     return kInvalidArg;
@@ -288,7 +288,7 @@ int begin_index(const pgk_index_desc* d, IndexParams& p, const void* other, int6
   if (const int rc = make_params(d, p)) return rc;
   if (error != nullptr) {
     if (reinterpret_cast<uintptr_t>(error) % 8 != 0) return kInvalidArg;
-    const bool preset = (d->flags & PGK_INDEX_ERROR_PRESET) != 0;
+    const bool preset = (d->flags & PGK_ERROR_SLOT_PRESET) != 0;
     if (!preset) {
       if (const cudaError_t rc = cudaMemsetAsync(error, 0xff, sizeof(int64_t), s)) {
         return static_cast<int>(rc);

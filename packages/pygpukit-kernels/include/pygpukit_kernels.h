@@ -399,7 +399,7 @@ PGK_API int pgk_random_choice(int64_t* out, int64_t n, const double* cdf, int64_
  * (an axis of size 0 has every index out of range, in every mode).
  * `error` (NULL: not reported) is an 8-byte slot that the launcher first sets to -1 (stream
  * ordered) and the kernel, for out-of-range indices, lowers to the smallest k * count + m.
- * `flags`: 0, or PGK_INDEX_ERROR_PRESET when the caller has already set the slot to -1 (the
+ * `flags`: 0, or PGK_ERROR_SLOT_PRESET when the caller has already set the slot to -1 (the
  * launcher then leaves it alone: no memset launch; for slots reset in batches, as pygpukit's
  * deferred index checks do).  Other bits are invalid.
  * Strides are multiples of the element size and may be 0 or negative.  64-bit index math
@@ -408,7 +408,7 @@ PGK_API int pgk_random_choice(int64_t* out, int64_t n, const double* cdf, int64_
  * negative sizes, null or misaligned pointers where there are elements). */
 #define PGK_INDEX_MAX 16
 enum { PGK_INDEX_RAISE = 0, PGK_INDEX_WRAP = 1, PGK_INDEX_CLIP = 2 };
-enum { PGK_INDEX_ERROR_PRESET = 1 };
+enum { PGK_ERROR_SLOT_PRESET = 1 };
 
 typedef struct pgk_index_desc {
   void* base;
@@ -530,12 +530,16 @@ typedef struct pgk_gemm_fp8_desc {
 } pgk_gemm_fp8_desc;
 
 PGK_API int pgk_gemm_fp8(const pgk_gemm_fp8_desc* desc, void* stream);
-/* Test hook (benchmarks, configuration probes): 0 = choose the kernel by shape (default); 1, 2,
- * 3 = always the "l" (128x256 cooperative, cluster 2x1), "m" (128x128 ping-pong) or "s"
- * (64x64 ping-pong on C^T = B^T A^T) sm_90a e4m3 x e4m3 kernel; 4 = the mma.sync family even on
- * compute capability 9.0.  Process-wide.  Returns cudaErrorInvalidValue for another value, and
- * cudaErrorNotSupported for 1-3 in a build without the sm_90a kernels and for 4 in a build
- * without the mma.sync FP8 kernels. */
+/* Test hook (benchmarks, configuration probes): 0 = choose the kernel by shape (default: for
+ * m <= 16 the small-M streaming kernel on compute capability 8.9+ other than 9.0, where the
+ * sm_90a kernels come first; then the tile kernels); 1, 2,
+ * 3, 6, 7 = always the "l" (128x256 cooperative, cluster 2x1), "m" (128x128 ping-pong), "s"
+ * (64x64 ping-pong on C^T = B^T A^T), "w" (128x224 cooperative) or "t" (128x32 cooperative on
+ * C^T) sm_90a e4m3 x e4m3 kernel; 4 = the mma.sync tile family even on compute capability 9.0;
+ * 5 = the small-M kernel whenever it can run (m <= 16; otherwise the shape heuristic's tile
+ * kernel).  1-4, 6 and 7 bypass the small-M kernel.  Process-wide.  Returns
+ * cudaErrorInvalidValue for another value, and cudaErrorNotSupported for 1-3, 6 and 7 in a build
+ * without the sm_90a kernels and for 4 and 5 in a build without the mma.sync FP8 kernels. */
 PGK_API int pgk_gemm_fp8_force_config(int config);
 
 #ifdef __cplusplus

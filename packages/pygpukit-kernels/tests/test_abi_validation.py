@@ -310,8 +310,10 @@ def test_gemm_fp8_rejects_bad_descriptors(lib: ctypes.CDLL, changes: dict[str, A
 
 def test_gemm_fp8_rejects_null_descriptor_and_bad_config(lib: ctypes.CDLL) -> None:
     assert lib.pgk_gemm_fp8(None, None) == INVALID
-    assert lib.pgk_gemm_fp8_force_config(5) == INVALID
+    assert lib.pgk_gemm_fp8_force_config(8) == INVALID
     assert lib.pgk_gemm_fp8_force_config(-1) == INVALID
-    # 4: the mma.sync FP8 kernels (sm_89+), built whenever the build covers an arch >= 8.9.
+    # 4 and 5: the mma.sync FP8 tile and small-M kernels (sm_89+), built whenever the build
+    # covers an arch >= 8.9.
     assert lib.pgk_gemm_fp8_force_config(4) == 0
+    assert lib.pgk_gemm_fp8_force_config(5) == 0
     assert lib.pgk_gemm_fp8_force_config(0) == 0

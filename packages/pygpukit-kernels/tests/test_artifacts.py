@@ -89,6 +89,7 @@ def test_header_declares_every_exported_launcher() -> None:
                    "pgk_gemm_fp8_force_config"):
         assert f"{symbol}(" in header
     assert f"#define PGK_INDEX_MAX {pk.INDEX_MAX}" in header
+    assert f"enum {{ PGK_ERROR_SLOT_PRESET = {pk.INDEX_ERROR_PRESET} }};" in header
 
 
 def test_header_dtype_codes_match_python() -> None:

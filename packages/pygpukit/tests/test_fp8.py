@@ -166,7 +166,9 @@ def test_linear_fp8_vs_float64(backend: str, shape: tuple[int, int, int], kind: 
             got = y.to_numpy()
             assert _rel(got, ref) < TOL[out_dtype], (act, b is None)
             if backend == "cuda":
-                family = "sm90_fp8" if tuple(y._rt.compute_capability) == (9, 0) else "sm89_fp8"
+                # m <= 16: the small-M streaming kernel (sm_89+), except on Hopper.
+                family = ("sm90_fp8" if tuple(y._rt.compute_capability) == (9, 0) else
+                          "sm89_fp8_gemv" if m <= 16 else "sm89_fp8")
                 assert y._rt.gemm_last_kernel().startswith(family), y._rt.gemm_last_kernel()
 
 
@@ -371,3 +373,181 @@ def test_mma_fp8_odd_shapes(mma_fp8: str, shape: tuple[int, int, int], out_dtype
     want = 2.0 ** -10 * (qx.to_numpy().astype(np.float64) @ qw.to_numpy().astype(np.float64).T) \
         * cols.to_numpy().astype(np.float64)
     assert _rel(got.to_numpy(), want) < TOL[out_dtype]
+
+
+# -- the small-M streaming kernel (m <= 16, sm_89+) and the 128x224 sm_90a configuration -----
+def _force_fp8(backend: str, config: int, min_cc: tuple[int, int], only_cc: bool = False
+               ) -> Iterator[str]:
+    """On CUDA: pgk_gemm_fp8_force_config(config) for the test, 0 after it; skipped below
+    min_cc (or on any other compute capability when only_cc)."""
+    if backend != "cuda":
+        yield backend
+        return
+    import pygpukit_kernels
+
+    cc = tuple(gp.from_numpy(np.zeros(1, np.float32))._rt.compute_capability)
+    if cc < min_cc or (only_cc and cc != min_cc):
+        pytest.skip(f"configuration {config} needs compute capability {min_cc}, not {cc}")
+    force = pygpukit_kernels.load().pgk_gemm_fp8_force_config
+    assert force(config) == 0
+    try:
+        yield backend
+    finally:
+        assert force(0) == 0
+
+
+@pytest.fixture(params=["forced", "auto"])
+def gemv_fp8(request: pytest.FixtureRequest, backend: str) -> Iterator[tuple[str, str]]:
+    """The small-M kernel forced (config 5), or the shape heuristic's kernel for m <= 16: the
+    small-M kernel, except on Hopper (an sm_90a kernel: for e4m3 x e4m3 the swapped 128x32 one,
+    faster there; test_fp8_small_m_dispatch names it).  Yields the backend and the expected
+    kernel name's prefix."""
+    for b in _force_fp8(backend, 5 if request.param == "forced" else 0, (8, 9)):
+        prefix = GEMV
+        if b == "cuda" and request.param == "auto" and _cc() == (9, 0):
+            prefix = "sm90_fp8_"
+        yield b, prefix
+
+
+def _cc() -> tuple[int, ...]:
+    return tuple(gp.from_numpy(np.zeros(1, np.float32))._rt.compute_capability)
+
+
+# pgk_gemm_fp8_force_config codes of the sm_90a configurations added for the LLM shapes, and
+# the kernel names they note.
+TILES = {6: "sm90_fp8_e4e4_128x224x128_c1x1_coop_", 7: "sm90_fp8_e4e4_128x32x128_c1x1_coop_t_"}
+
+
+@pytest.fixture(params=sorted(TILES), ids=lambda c: {6: "w", 7: "t"}[c])
+def tile_fp8(request: pytest.FixtureRequest, backend: str) -> Iterator[tuple[str, int]]:
+    """The 128x224 cooperative kernel ("w", config 6) or the 128x32 cooperative kernel on the
+    swapped problem ("t", config 7) forced: compute capability 9.0."""
+    for b in _force_fp8(backend, request.param, (9, 0), only_cc=True):
+        yield b, request.param
+
+
+def _ran(backend: str, y: gp.GPUArray, prefix: str) -> None:
+    if backend == "cuda":
+        assert y._rt.gemm_last_kernel().startswith(prefix), y._rt.gemm_last_kernel()
+
+
+GEMV = "sm89_fp8_gemv_"
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("shape", [(1, 80, 14336), (2, 4112, 1000), (7, 96, 1000),
+                                   (16, 4112, 136), (16, 64, 8), (5, 16, 1), (9, 48, 13)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemv_fp8_shapes_scales_and_bias(gemv_fp8: tuple[str, str], shape: tuple[int, int, int],
+                                         out_dtype: str) -> None:
+    # K not a multiple of the kernel's k64 chunk (80, 4112 = 4096 + 16, 16, 48), odd N (a
+    # partial last block of 16 columns), every m of one m-tile; per-tensor and per-row/column
+    # scales, with and without a bias.
+    backend, prefix = gemv_fp8
+    m, k, n = shape
+    rng = np.random.default_rng(m * 31 + k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    w = rng.standard_normal((n, k)).astype(np.float32) * 0.1
+    bias = rng.standard_normal(n).astype(np.float32)
+    for kind in ("tensor", "row"):
+        qx, sx = gp.quantize_fp8(gp.from_numpy(x), scale=kind)
+        qw, sw = gp.quantize_fp8(gp.from_numpy(w), scale=kind)
+        xd = _dequant(qx.to_numpy(), sx.to_numpy(), (-1, 1) if kind == "row" else ())
+        wd = _dequant(qw.to_numpy(), sw.to_numpy(), (-1, 1) if kind == "row" else ())
+        pre = xd @ wd.T
+        for b in (None, bias):
+            y = gp.linear(qx, qw, None if b is None else gp.from_numpy(b), scale_x=sx,
+                          scale_weight=sw, out_dtype=out_dtype)
+            _ran(backend, y, prefix)
+            assert y.shape == (m, n)
+            ref = pre + (0 if b is None else b.astype(np.float64))
+            assert _rel(y.to_numpy(), ref) < TOL[out_dtype], (kind, b is None)
+    # No scales: the raw FP8 product (a = x / 8: products over K stay finite in float16).
+    qa = gp.from_numpy(x / 8).astype(E4)
+    qb = gp.from_numpy(w).astype(E4)
+    raw = gp.matmul(qa, qb.T, out_dtype=out_dtype)
+    _ran(backend, raw, prefix)
+    want = qa.to_numpy().astype(np.float64) @ qb.to_numpy().astype(np.float64).T
+    assert _rel(raw.to_numpy(), want) < TOL[out_dtype]
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("pair", [(E4, E4), (E4, E5), (E5, E4)],
+                         ids=lambda p: f"{IDS[p[0]]}x{IDS[p[1]]}")
+def test_gemv_fp8_pairs_and_activations(gemv_fp8: tuple[str, str],
+                                        pair: tuple[np.dtype[Any], ...], out_dtype: str) -> None:
+    backend, prefix = gemv_fp8
+    rng = np.random.default_rng(17)
+    m, k, n = 3, 208, 1000
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    w = rng.standard_normal((n, k)).astype(np.float32) * 0.1
+    bias = rng.standard_normal(n).astype(np.float32)
+    qx, sx = gp.quantize_fp8(gp.from_numpy(x), pair[0], scale="row")
+    qw, sw = gp.quantize_fp8(gp.from_numpy(w), pair[1], scale="tensor")
+    pre = _dequant(qx.to_numpy(), sx.to_numpy(), (-1, 1)) @ _dequant(qw.to_numpy(),
+                                                                     sw.to_numpy(), ()).T
+    for act, ref_act in (("relu", ACTS["relu"]), ("gelu", _gelu), ("gelu_tanh", _gelu_tanh),
+                         (None, ACTS[None])):
+        for b in (None, bias):
+            y = gp.linear(qx, qw, None if b is None else gp.from_numpy(b), act, scale_x=sx,
+                          scale_weight=sw, out_dtype=out_dtype)
+            _ran(backend, y, prefix)
+            ref = ref_act(pre + (0 if b is None else b.astype(np.float64)))
+            assert _rel(y.to_numpy(), ref) < TOL[out_dtype], (act, b is None)
+
+
+def test_fp8_small_m_dispatch(backend: str) -> None:
+    """The shape heuristic: the small-M kernel up to m = 16 (sm_89+; on Hopper the swapped 128x32
+    sm_90a kernel), a tile kernel from 17 on; configurations 1-4 bypass it, 5 forces it only
+    where it can run."""
+    if backend != "cuda":
+        pytest.skip("kernel names exist on CUDA only")
+    import pygpukit_kernels
+
+    rt = gp.from_numpy(np.zeros(1, np.float32))._rt
+    cc = tuple(rt.compute_capability)
+    if cc < (8, 9):
+        pytest.skip("no FP8 tensor cores")
+    force = pygpukit_kernels.load().pgk_gemm_fp8_force_config
+    rng = np.random.default_rng(5)
+    w = gp.from_numpy(rng.standard_normal((40, 64)).astype(np.float32)).astype(E4)
+    hopper = cc == (9, 0)
+    tile = "sm90_fp8_" if hopper else "sm89_fp8_e"
+    small = TILES[7] if hopper else GEMV  # Hopper: the swapped 128x32 WGMMA kernel up to m = 32
+    try:
+        for config, m, prefix in ((0, 1, small), (0, 16, small), (0, 17, tile), (0, 32, tile),
+                                  (5, 1, GEMV), (5, 16, GEMV), (5, 17, tile),
+                                  (4, 1, "sm89_fp8_e4e4_"), (1 if hopper else 4, 1, tile)):
+            assert force(config) == 0
+            x = gp.from_numpy(rng.standard_normal((m, 64)).astype(np.float32)).astype(E4)
+            y = gp.linear(x, w, out_dtype="float32")
+            _ran(backend, y, prefix)
+            want = x.to_numpy().astype(np.float64) @ w.to_numpy().astype(np.float64).T
+            assert _rel(y.to_numpy(), want) < TOL["float32"], (config, m)
+    finally:
+        assert force(0) == 0
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("shape", [(256, 512, 1000), (300, 4096, 448), (1, 64, 8),
+                                   (130, 160, 232), (32, 4096, 1000), (20, 80, 136)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_fp8_tile_configs(tile_fp8: tuple[str, int], shape: tuple[int, int, int],
+                          out_dtype: str) -> None:
+    # Partial tiles in M and N; per-row x per-column scales, bias and gelu.
+    backend, config = tile_fp8
+    m, k, n = shape
+    rng = np.random.default_rng(m + 3 * k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    w = rng.standard_normal((n, k)).astype(np.float32) * 0.1
+    bias = rng.standard_normal(n).astype(np.float32)
+    for kind, act, ref_act in (("row", "gelu", _gelu), ("tensor", None, ACTS[None])):
+        qx, sx = gp.quantize_fp8(gp.from_numpy(x), scale=kind)
+        qw, sw = gp.quantize_fp8(gp.from_numpy(w), scale=kind)
+        xd = _dequant(qx.to_numpy(), sx.to_numpy(), (-1, 1) if kind == "row" else ())
+        wd = _dequant(qw.to_numpy(), sw.to_numpy(), (-1, 1) if kind == "row" else ())
+        y = gp.linear(qx, qw, gp.from_numpy(bias), act, scale_x=sx, scale_weight=sw,
+                      out_dtype=out_dtype)
+        _ran(backend, y, TILES[config])
+        ref = ref_act(xd @ wd.T + bias.astype(np.float64))
+        assert _rel(y.to_numpy(), ref) < TOL[out_dtype], kind

@@ -17,7 +17,7 @@ out-of-range index.  Reading that slot on the host is what makes ``a[idx]`` wait
   the next one synchronizes first (and raises there if one of them failed).
 
 Each stream keeps a ring of :data:`RING` slots, set to "no error" (all ones) together; a deferred
-operation takes the next slot and passes ``PGK_INDEX_ERROR_PRESET`` so its launch adds no memset.
+operation takes the next slot and passes ``PGK_ERROR_SLOT_PRESET`` so its launch adds no memset.
 The pending operations keep their index arrays alive (to name the offending value), up to
 :data:`HELD_BYTES` bytes per stream.
 """
