@@ -163,12 +163,6 @@ def bounds_message(value: int, axis: int, size: int) -> str:
     return f"index {value} is out of bounds for axis {axis} with size {size}"
 
 
-def mark(stream: Stream) -> int:
-    """The sequence number of the next deferred operation on ``stream`` (for Event.record)."""
-    checks: StreamChecks | None = stream._index_checks
-    return checks.next_seq if checks is not None else 0
-
-
 def _reader(runtime: Runtime) -> Stream:
     reader = _readers.get(id(runtime))
     if reader is None:
