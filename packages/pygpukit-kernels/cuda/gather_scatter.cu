@@ -205,8 +205,29 @@ index_1d_kernel(char* base, char* other, int64_t* error, const int64_t* __restri
   }
 }
 
+// The bounds check of pgk_index_check: index k at m for every k and m, the code of the first
+// failing k at m (k * count + m, as element_offset records it; the smallest code over the
+// space is the same).  The target is not touched.
+template <typename Idx>
+__global__ void __launch_bounds__(kGatherBlock) index_check_kernel(int64_t* error, IndexParams p) {
+  pdl_enter();
+  const Idx count = static_cast<Idx>(p.count);
+  const Idx step = static_cast<Idx>(gridDim.x) * blockDim.x;
+  for (Idx m = static_cast<Idx>(blockIdx.x) * blockDim.x + threadIdx.x; m < count; m += step) {
+    for (int k = 0; k < p.n_index; ++k) {
+      bool ok = true;
+      resolve(__ldcs(reinterpret_cast<const long long*>(p.index[k]) + m), p.size[k], p.mode, ok);
+      if (!ok) {
+        record_error(error, static_cast<uint64_t>(k) * static_cast<uint64_t>(p.count) +
+                                static_cast<uint64_t>(m));
+        break;
+      }
+    }
+  }
+}
+
 // Validate a descriptor and copy it into kernel parameters.
-int make_params(const pgk_index_desc* d, IndexParams& p) {
+int make_params(const pgk_index_desc* d, IndexParams& p, bool need_base = true) {
   if (d == nullptr || !valid_dtype(d->dtype)) return kInvalidArg;
   if (d->mode < PGK_INDEX_RAISE || d->mode > PGK_INDEX_CLIP) return kInvalidArg;
   if ((d->flags & ~PGK_ERROR_SLOT_PRESET) != 0) return kInvalidArg;
@@ -252,8 +273,8 @@ int make_params(const pgk_index_desc* d, IndexParams& p) {
   p.n_inner = d->n_inner;
   p.n_index = d->n_index;
   p.mode = d->mode;
-  if (total > 0 && (d->base == nullptr ||
-                    reinterpret_cast<uintptr_t>(d->base) % size != 0)) {
+  if (total > 0 && need_base && (d->base == nullptr ||
+                                 reinterpret_cast<uintptr_t>(d->base) % size != 0)) {
     return kInvalidArg;
   }
   return 0;
@@ -280,21 +301,21 @@ int launch_index(const IndexParams& p, char* base, char* other, int64_t* error,
   return launch_status();
 }
 
-// Validates the descriptor, resets the error slot ("no error": all ones, which atomicMin of an
-// error code replaces; not when the caller preset it) and checks the values / output operand: 0 to go on, a status to return,
-// or -1 when there is nothing to do.
+// Resets the error slot ("no error": all ones, which atomicMin of an error code replaces), not
+// when the caller preset it.
+int reset_error(const pgk_index_desc* d, int64_t* error, cudaStream_t s) {
+  if (error == nullptr) return 0;
+  if (reinterpret_cast<uintptr_t>(error) % 8 != 0) return kInvalidArg;
+  if ((d->flags & PGK_ERROR_SLOT_PRESET) != 0) return 0;
+  return static_cast<int>(cudaMemsetAsync(error, 0xff, sizeof(int64_t), s));
+}
+
+// Validates the descriptor, resets the error slot and checks the values / output operand: 0 to
+// go on, a status to return, or -1 when there is nothing to do.
 int begin_index(const pgk_index_desc* d, IndexParams& p, const void* other, int64_t* error,
                 cudaStream_t s) {
   if (const int rc = make_params(d, p)) return rc;
-  if (error != nullptr) {
-    if (reinterpret_cast<uintptr_t>(error) % 8 != 0) return kInvalidArg;
-    const bool preset = (d->flags & PGK_ERROR_SLOT_PRESET) != 0;
-    if (!preset) {
-      if (const cudaError_t rc = cudaMemsetAsync(error, 0xff, sizeof(int64_t), s)) {
-        return static_cast<int>(rc);
-      }
-    }
-  }
+  if (const int rc = reset_error(d, error, s)) return rc;
   if (p.total == 0) return -1;
   const int size = dtype_size(d->dtype);
   if (other == nullptr || reinterpret_cast<uintptr_t>(other) % size != 0) return kInvalidArg;
@@ -972,6 +993,24 @@ int launch_add(const IndexParams& p, char* base, const T* values, int64_t* error
 extern "C" PGK_API int pgk_index_gather(const pgk_index_desc* desc, void* out, int64_t* error,
                                         void* stream) {
   return pgk::gather_scatter<pgk::kGather>(desc, out, error, stream);
+}
+
+extern "C" PGK_API int pgk_index_check(const pgk_index_desc* desc, int64_t* error,
+                                       void* stream) {
+  using namespace pgk;
+  IndexParams p;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (error == nullptr) return kInvalidArg;
+  if (const int rc = make_params(desc, p, false)) return rc;
+  if (const int rc = reset_error(desc, error, s)) return rc;
+  if (p.total == 0) return 0;  // no element: nothing is out of range
+  const unsigned grid = grid_for(p.count, kGatherBlock);
+  if (p.count <= INT32_MAX) {
+    launch_k(index_check_kernel<uint32_t>, dim3(grid), dim3(kGatherBlock), s, error, p);
+  } else {
+    launch_k(index_check_kernel<uint64_t>, dim3(grid), dim3(kGatherBlock), s, error, p);
+  }
+  return launch_status();
 }
 
 extern "C" PGK_API int pgk_index_scatter(const pgk_index_desc* desc, const void* values,

@@ -424,6 +424,11 @@ typedef struct pgk_index_desc {
 /* out[i] = element i of the index space (out: C-contiguous, of desc->dtype). */
 PGK_API int pgk_index_gather(const pgk_index_desc* desc, void* out, int64_t* error,
                              void* stream);
+/* The bounds check alone: lowers *error (required) to the smallest k * count + m of an
+ * out-of-range index (resolve() by desc->mode, as above) and touches no element of the target:
+ * what a caller runs first when a scatter must write nothing if an index is out of range.
+ * desc->base may be NULL; nothing is launched when the index space is empty. */
+PGK_API int pgk_index_check(const pgk_index_desc* desc, int64_t* error, void* stream);
 /* element i of the index space = values[i] (values: C-contiguous, of desc->dtype, not
  * overlapping the target).  Repeated destinations: one of the values wins (unspecified). */
 PGK_API int pgk_index_scatter(const pgk_index_desc* desc, const void* values, int64_t* error,

@@ -78,6 +78,21 @@ def test_empty_gather_launches_nothing(lib: ctypes.CDLL) -> None:
     assert gather(lib, d) == 0
 
 
+def test_index_check_validates_without_touching_the_device(lib: ctypes.CDLL) -> None:
+    preset = pk.INDEX_ERROR_PRESET
+    for fields in ({"dtype": -1}, {"mode": 3}, {"n_index": 17}, {"count": -1}, {"flags": 2}):
+        assert lib.pgk_index_check(ctypes.byref(desc(**fields)), FAKE, None) == INVALID
+    assert lib.pgk_index_check(None, FAKE, None) == INVALID
+    assert lib.pgk_index_check(ctypes.byref(desc()), None, None) == INVALID  # the slot is required
+    assert lib.pgk_index_check(ctypes.byref(desc()), FAKE + 4, None) == INVALID  # misaligned
+    d = desc()
+    d.index[0] = None  # null index array with elements
+    assert lib.pgk_index_check(ctypes.byref(d), FAKE, None) == INVALID
+    # The target is never read: a null base is valid; an empty space launches nothing.
+    assert lib.pgk_index_check(ctypes.byref(desc(count=0, base=0, flags=preset)), FAKE,
+                               None) == 0
+
+
 def test_scatter_add_rejects_dtypes_without_arithmetic(lib: ctypes.CDLL) -> None:
     size = ctypes.c_uint64(0)
     for dtype in (pk.DType.BOOL, pk.DType.INT8, pk.DType.FLOAT16, pk.DType.BFLOAT16):

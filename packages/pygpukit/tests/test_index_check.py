@@ -178,3 +178,74 @@ def test_capture_keeps_skipping(deferred: None) -> None:
     g.replay()
     gp.synchronize()  # a capture has no slot: out-of-range elements are skipped, no error
     np.testing.assert_array_equal(out.to_numpy(), [1, 2, 0])
+
+
+@pytest.mark.parametrize("op", ["setitem", "put", "add_at", "add_at_atomic", "setitem_2d"])
+def test_immediate_write_with_a_bad_index_writes_nothing(backend: str, op: str) -> None:
+    # NumPy checks every index before it writes: so does the immediate mode.
+    a = arange10()
+    idx = gp.from_numpy(np.array([0, 1, 2, 12]))
+    if op == "setitem":
+        with pytest.raises(IndexError, match=f"^{MESSAGE}$"):
+            a[idx] = np.float32(-1)
+    elif op == "put":
+        with pytest.raises(IndexError, match=MESSAGE):
+            gp.put(a, idx, np.float32(-1))
+    elif op in ("add_at", "add_at_atomic"):
+        with pytest.raises(IndexError, match=MESSAGE):
+            gp.add_at(a, idx, 100.0, deterministic=op == "add_at")
+    else:  # a second index array, mixed with a slice
+        b = gp.from_numpy(np.arange(30, dtype=np.float32).reshape(3, 10))
+        with pytest.raises(IndexError, match="index 12 is out of bounds for axis 1 with size 10"):
+            b[:, idx] = np.float32(-1)
+        np.testing.assert_array_equal(b.to_numpy(), np.arange(30).reshape(3, 10))
+    np.testing.assert_array_equal(a.to_numpy(), np.arange(10))
+    gp.synchronize()  # nothing pending
+    a[gp.from_numpy(np.array([0, 9]))] = np.float32(-1)  # and a good write still writes
+    np.testing.assert_array_equal(a.to_numpy()[[0, 9]], [-1, -1])
+
+
+def test_deferred_checks_from_several_threads_on_one_stream(deferred: None) -> None:
+    # Threads share the default stream: every failure is raised once, by some synchronization,
+    # and no thread's synchronization reads a slot another thread took but has not launched.
+    import threading
+
+    a = arange10()
+    good = gp.from_numpy(np.array([3, -1]))
+    bad = gp.from_numpy(IDX_BAD)
+    errors: list[BaseException] = []
+    raised = 0
+    lock = threading.Lock()
+
+    def work(failures: int) -> None:
+        nonlocal raised
+        try:
+            gp.set_index_check("deferred")  # (process-wide: every thread is already in it)
+            for i in range(150):
+                x = a[bad] if i < failures else a[good]
+                if i % 7 == 0:
+                    try:
+                        gp.synchronize()
+                    except IndexError:
+                        with lock:
+                            raised += 1
+                if i >= failures:
+                    np.testing.assert_array_equal(x.to_numpy(), [3, 9])
+        except BaseException as exc:  # reported by the main thread
+            if isinstance(exc, IndexError):
+                with lock:
+                    raised += 1
+            else:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(1 if t == 0 else 0,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        gp.synchronize()
+    except IndexError:
+        raised += 1
+    assert not errors, errors
+    assert raised == 1

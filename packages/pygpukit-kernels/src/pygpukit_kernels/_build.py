@@ -378,6 +378,7 @@ _INDEX_DESC_P = ctypes.POINTER(IndexDesc)
 _LAUNCHERS.update({
     # desc, out, error, stream
     "pgk_index_gather": [_INDEX_DESC_P, _VP, _VP, _VP],
+    "pgk_index_check": [_INDEX_DESC_P, _VP, _VP],
     # desc, values, error, stream
     "pgk_index_scatter": [_INDEX_DESC_P, _VP, _VP, _VP],
     # desc, bytes (out)

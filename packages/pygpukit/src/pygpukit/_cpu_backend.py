@@ -490,6 +490,10 @@ class CpuRuntime:
         _cpu_indexing.gather(plan, out, error)
 
     @_recordable
+    def index_check(self, plan: IndexPlan, error: GPUArray, stream: Stream) -> None:
+        _cpu_indexing.check(plan, error)
+
+    @_recordable
     def index_scatter(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
                       stream: Stream, *, preset: bool = False) -> None:
         _cpu_indexing.scatter(plan, values, error)

@@ -87,6 +87,16 @@ def gather(plan: IndexPlan, out: GPUArray, error: GPUArray | None) -> None:
     host_view(out).reshape(-1)[...] = values
 
 
+def check(plan: IndexPlan, error: GPUArray) -> None:
+    """``error`` = the first out-of-range index's code (-1: none), as ``pgk_index_check``."""
+    from pygpukit._cpu_backend import host_view
+
+    if plan.size == 0:  # no element: nothing is out of range
+        host_view(error)[...] = -1
+    else:
+        _index_offsets(plan, error)
+
+
 def scatter(plan: IndexPlan, values: GPUArray, error: GPUArray | None) -> None:
     """``base[...] = values[p, m, q]`` for every in-range element; ``values`` contiguous."""
     from pygpukit._cpu_backend import host_view

@@ -512,6 +512,10 @@ class CudaRuntime:
         self.activate()
         _cuda_indexing.gather(self, plan, out, error, stream, preset)
 
+    def index_check(self, plan: IndexPlan, error: GPUArray, stream: Stream) -> None:
+        self.activate()
+        _cuda_indexing.check(self, plan, error, stream)
+
     def index_scatter(self, plan: IndexPlan, values: GPUArray, error: GPUArray | None,
                       stream: Stream, *, preset: bool = False) -> None:
         self.activate()

@@ -1,6 +1,7 @@
 """The CUDA backend's advanced-indexing launches (``cuda/gather_scatter.cu``), through ctypes.
 
-``pgk_index_gather`` / ``pgk_index_scatter`` / ``pgk_index_add`` / ``pgk_index_add_atomic``,
+``pgk_index_gather`` / ``pgk_index_check`` / ``pgk_index_scatter`` / ``pgk_index_add`` /
+``pgk_index_add_atomic``,
 ``pgk_select_flagged_count`` / ``_compact`` and ``pgk_unravel_index`` of the kernels library.
 
 Temporary memory (the compaction's, CUB's and the scatter-add's sort buffers) comes from the
@@ -78,6 +79,13 @@ def gather(runtime: CudaRuntime, plan: IndexPlan, out: GPUArray, error: GPUArray
     status = lib.pgk_index_gather(ctypes.byref(_desc(plan, preset)), _ptr(out) or None,
                                   _error_ptr(error), stream.launch_handle())
     runtime.kernels.check("pgk_index_gather", status)
+
+
+def check(runtime: CudaRuntime, plan: IndexPlan, error: GPUArray, stream: Stream) -> None:
+    """``error`` = the code of the plan's first out-of-range index (-1: none); nothing written."""
+    status = runtime.kernels._lib.pgk_index_check(ctypes.byref(_desc(plan)), _ptr(error),
+                                                  stream.launch_handle())
+    runtime.kernels.check("pgk_index_check", status)
 
 
 def scatter(runtime: CudaRuntime, plan: IndexPlan, values: GPUArray, error: GPUArray | None,

@@ -6,6 +6,8 @@ out-of-range index.  Reading that slot on the host is what makes ``a[idx]`` wait
 
 * ``"immediate"`` (default, NumPy's behaviour): the slot is read before the call returns and
   :class:`IndexError` is raised by the call itself.  One device-to-host wait per operation.
+  Writes (``a[idx] = v``, ``put``, ``add_at``) check their indices alone first, as NumPy does:
+  when one is out of range nothing is written (one more read of the indices).
 * ``"deferred"``: the call returns as soon as its kernel is enqueued (what torch's device-side
   asserts do, but recoverable): the slot is read at the next synchronization of the stream that
   ran it (``Stream.synchronize()``, an ``Event.synchronize()`` recorded after it,
@@ -27,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -80,8 +82,10 @@ def set_index_check(mode: str) -> IndexCheck:
     Notes
     -----
     Indices given as NumPy arrays or lists are always checked on the host, before the launch.
-    In ``"deferred"`` mode a failed gather has already returned its array (0 where the index
-    was out of range) and a failed assignment has written its in-range elements.
+    In ``"immediate"`` mode an assignment, ``put`` or ``add_at`` with an out-of-range index
+    writes nothing (its indices are checked before the write, at the cost of one more read of
+    them).  In ``"deferred"`` mode a failed gather has already returned its array (0 where the
+    index was out of range) and a failed assignment has written its in-range elements.
     """
     global _mode
     if mode not in _MODES:
@@ -127,15 +131,42 @@ class _Pending:
 
 
 class StreamChecks:
-    """A stream's ring of error slots and its pending deferred operations (oldest first)."""
+    """A stream's ring of error slots and its pending deferred operations (oldest first).
 
-    __slots__ = ("held", "next_seq", "pending", "ring")
+    ``lock`` is held from taking a slot until its kernel is enqueued, and while slots are read:
+    a thread that synchronizes the stream never reads (and forgets) the slot of an operation
+    another thread has registered but not launched yet.
+    """
+
+    __slots__ = ("held", "lock", "next_seq", "pending", "ring")
 
     def __init__(self, ring: GPUArray) -> None:
         self.ring = ring
         self.pending: list[_Pending] = []
         self.next_seq = 0
         self.held: dict[int, int] = {}  # id(block) of held index arrays -> bytes
+        self.lock = threading.RLock()
+
+
+def stream_checks(stream: Stream, make_ring: Callable[[], GPUArray]) -> StreamChecks:
+    """``stream``'s ring of slots, made by ``make_ring`` (all "no error") on first need."""
+    checks: StreamChecks | None = stream._index_checks
+    if checks is None:
+        with _lock:
+            if stream._index_checks is None:
+                stream._index_checks = StreamChecks(make_ring())
+            checks = stream._index_checks
+    assert checks is not None
+    return checks
+
+
+def mark(stream: Stream) -> int | None:
+    """The sequence number an event recorded now on ``stream`` covers (None: nothing pending)."""
+    checks: StreamChecks | None = stream._index_checks
+    if checks is None:
+        return None
+    with checks.lock:
+        return checks.next_seq if checks.pending else None
 
 
 def take_slot(checks: StreamChecks, runtime: Runtime, stream: Stream, plan: IndexPlan,
@@ -144,6 +175,7 @@ def take_slot(checks: StreamChecks, runtime: Runtime, stream: Stream, plan: Inde
 
     Waits first (:meth:`Stream.synchronize`, which raises a pending IndexError) when
     :data:`RING` operations are in flight or their index arrays exceed :data:`HELD_BYTES`.
+    The caller holds ``checks.lock`` until the operation's kernel is enqueued.
     """
     if len(checks.pending) >= RING or sum(checks.held.values()) > HELD_BYTES:
         stream.synchronize()  # checks (and empties) the ring
@@ -181,7 +213,15 @@ def check(runtime: Runtime, stream: Stream, upto: int | None = None) -> None:
     slots are read, reset to "no error" in ``stream``'s order, and forgotten, failed or not.
     """
     checks: StreamChecks | None = stream._index_checks
-    if checks is None or not checks.pending:
+    if checks is None:
+        return
+    with checks.lock:
+        _check_locked(runtime, stream, checks, upto)
+
+
+def _check_locked(runtime: Runtime, stream: Stream, checks: StreamChecks,
+                  upto: int | None) -> None:
+    if not checks.pending:
         return
     done = [e for e in checks.pending if upto is None or e.seq < upto]
     if not done:

@@ -23,8 +23,10 @@ of at the call (pygpukit._index_errors): no wait per operation.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -341,27 +343,49 @@ def _plan(parsed: _Parsed, mode: IndexMode) -> _Prepared:
     return _Prepared(plan, result_shape, check)
 
 
+@contextlib.contextmanager
 def _error_slot(runtime: Runtime, prepared: _Prepared, stream: Stream, op: str
-                ) -> tuple[GPUArray | None, bool]:
+                ) -> Iterator[tuple[GPUArray | None, bool]]:
     """The kernel's 8-byte error slot (None: unchecked) and whether it is a deferred one.
 
-    No slot when the device indices need no check or a graph is being captured.  A deferred
-    slot (pygpukit._index_errors) is already reset and is read at the next synchronization.
+    The launch goes inside the ``with`` block.  No slot when the device indices need no check
+    or a graph is being captured.  A deferred slot (pygpukit._index_errors) is already reset,
+    is read at the next synchronization, and is held (the stream's lock) until the block ends,
+    so that another thread's synchronization of the stream does not read it before the launch.
     """
     if not prepared.check or _context_state.capturing:
-        return None, False
+        yield None, False
+        return
     if _index_errors.deferred():
-        checks = stream._index_checks
-        if checks is None:  # the stream's ring of slots, all "no error"
+        def make_ring() -> GPUArray:
             ring = empty_on(runtime, (_index_errors.RING,), _INT64, stream)
             runtime.fill(ring, -1, stream)
-            checks = stream._index_checks = _index_errors.StreamChecks(ring)
-        slot = _index_errors.take_slot(checks, runtime, stream, prepared.plan, op)
-        ring = checks.ring
-        return GPUArray(runtime, ring._block, ring._offset + 8 * slot, (1,), (8,), _INT64), True
+            return ring
+
+        checks = _index_errors.stream_checks(stream, make_ring)
+        with checks.lock:
+            slot = _index_errors.take_slot(checks, runtime, stream, prepared.plan, op)
+            ring = checks.ring
+            yield GPUArray(runtime, ring._block, ring._offset + 8 * slot, (1,), (8,), _INT64), True
+        return
     error = empty_on(runtime, (1,), _INT64)
     touch(stream, written=error)
-    return error, False
+    yield error, False
+
+
+def _check_first(runtime: Runtime, prepared: _Prepared, error: GPUArray | None, deferred: bool,
+                 stream: Stream) -> GPUArray | None:
+    """Before a write with an immediate check: the bounds check alone, raising IndexError.
+
+    NumPy writes nothing when an index is out of range, so the indices are checked (one read
+    of them, one wait) before the scatter, which then runs unchecked (None returned).  A
+    deferred check cannot wait: its write skips the out-of-range elements only.
+    """
+    if error is None or deferred:
+        return error
+    runtime.index_check(prepared.plan, error, stream)
+    _raise_recorded(prepared, error, False)
+    return None
 
 
 def _raise_recorded(prepared: _Prepared, error: GPUArray | None, deferred: bool) -> None:
@@ -387,9 +411,9 @@ def _gather(prepared: _Prepared) -> GPUArray:
     if plan.size == 0:
         return out
     stream = stream_for_runtime(runtime)
-    error, deferred = _error_slot(runtime, prepared, stream, "gather (a[index])")
-    touch(stream, plan.base, *plan.indices, written=out)
-    runtime.index_gather(plan, out, error, stream, preset=deferred)
+    with _error_slot(runtime, prepared, stream, "gather (a[index])") as (error, deferred):
+        touch(stream, plan.base, *plan.indices, written=out)
+        runtime.index_gather(plan, out, error, stream, preset=deferred)
     _raise_recorded(prepared, error, deferred)
     return out
 
@@ -431,10 +455,10 @@ def _scatter(prepared: _Prepared, value: Any) -> None:
         return
     runtime = plan.base._rt
     stream = stream_for_runtime(runtime)
-    error, deferred = _error_slot(runtime, prepared, stream, "assignment (a[index] = v)")
-    touch(stream, values, *plan.indices, written=plan.base)
-    runtime.index_scatter(plan, values, error, stream, preset=deferred)
-    _raise_recorded(prepared, error, deferred)
+    with _error_slot(runtime, prepared, stream, "assignment (a[index] = v)") as (error, deferred):
+        touch(stream, values, *plan.indices, written=plan.base)
+        error = _check_first(runtime, prepared, error, deferred, stream)
+        runtime.index_scatter(plan, values, error, stream, preset=deferred)
 
 
 # -- masks ---------------------------------------------------------------------------------------
@@ -1018,13 +1042,13 @@ def add_at(x: GPUArray, indices: Any, values: Any, *, deterministic: bool = True
         return
     runtime = x._rt
     stream = stream_for_runtime(runtime)
-    error, deferred = _error_slot(runtime, prepared, stream, "add_at")
-    touch(stream, staged_values, *plan.indices, written=plan.base)
-    if deterministic:
-        runtime.index_add(plan, staged_values, error, stream, preset=deferred)
-    else:
-        runtime.index_add_atomic(plan, staged_values, error, stream, preset=deferred)
-    _raise_recorded(prepared, error, deferred)
+    with _error_slot(runtime, prepared, stream, "add_at") as (error, deferred):
+        touch(stream, staged_values, *plan.indices, written=plan.base)
+        error = _check_first(runtime, prepared, error, deferred, stream)
+        if deterministic:
+            runtime.index_add(plan, staged_values, error, stream, preset=deferred)
+        else:
+            runtime.index_add_atomic(plan, staged_values, error, stream, preset=deferred)
 
 
 def _as_complex(x: GPUArray, values: Any) -> GPUArray:

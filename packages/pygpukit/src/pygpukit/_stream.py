@@ -161,8 +161,12 @@ class Event:
         """Record the event on ``stream`` (the current stream if omitted)."""
         target = stream if stream is not None else current_stream(self._runtime.index)
         self._impl.record(target._impl)
-        checks = target._index_checks
-        self._mark = (target, checks.next_seq) if checks is not None and checks.pending else None
+        seq = None
+        if target._index_checks is not None:
+            from pygpukit import _index_errors
+
+            seq = _index_errors.mark(target)
+        self._mark = (target, seq) if seq is not None else None
 
     def synchronize(self) -> None:
         """Wait until the work before the recorded point has finished.
