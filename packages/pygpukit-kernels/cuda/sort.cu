@@ -6,10 +6,14 @@
 // NaN to the largest key, optionally -0.0 to +0.0).  Rows are sorted at once by putting the row
 // id above the key bits of a 64-bit key ("packed"), or, where that does not fit in 64 bits, by
 // two stable passes (the keys with their flat index, then the row ids of those indices).
+// Rows whose keys fit in shared memory, when at most kSelMaxK (1024) leading columns are asked
+// for (topk, and sorts of short rows), skip the radix sort: one block per row selects and sorts
+// only those (select_rows_kernel below), with the same result.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -29,6 +33,8 @@ inline int sort_dtype_size(int code) {
   constexpr int sizes[10] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
   return sizes[code];
 }
+template <int Code>
+constexpr bool kEightByte = Code == PGK_INT64 || Code == PGK_FLOAT64;
 
 // ---- keys: dtype bits <-> unsigned keys in NumPy's sort order --------------------------------
 
@@ -388,6 +394,224 @@ int run_sort_typed(const void* x, int64_t rows, int64_t cols, int flags, int64_t
   return launch_status();
 }
 
+
+// ---- rows that fit in shared memory, k <= kSelMaxK: select, then sort only the k -------------
+//
+// topk (and sorts of short rows) need the first k of each sorted row.  When a row's keys fit in
+// shared memory, one block per row finds the k-th smallest key by a radix select (8-bit digits
+// from the top; a histogram of the candidates' next digit per pass), gathers the keys below it
+// and, in index order, as many of the keys equal to it as k needs, sorts those k (key, index)
+// pairs with a bitonic network and writes them: the same first k columns, ties in index order,
+// as the stable radix sort of the whole row — reading each row once instead of sorting it.
+constexpr int kSelMaxK = 1024;
+
+template <int Threads>
+struct SelShared {
+  u64 cand[kSelMaxK];  // (key << 32) | column
+  unsigned hist[256];
+  unsigned warp_less[Threads / 32], warp_eq[Threads / 32];
+  unsigned bin, rank;
+};
+
+// The rank-th smallest (1-based) of the candidates' digit at `shift`: which bin holds it and its
+// rank within that bin, by the 256 bins' inclusive prefix sums (threads 0-255).
+template <int Threads>
+__device__ __forceinline__ void pick_bin(SelShared<Threads>& sh, unsigned rank) {
+  static_assert(Threads >= 256, "one thread per bin");
+  __shared__ unsigned warp_sum[8];
+  const int t = threadIdx.x, lane = t & 31;
+  unsigned v = 0, incl = 0;
+  if (t < 256) {
+    v = sh.hist[t];
+    incl = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned o = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += o;
+    }
+    if (lane == 31) warp_sum[t >> 5] = incl;
+  }
+  __syncthreads();
+  if (t < 256) {
+    for (int w = 0; w < (t >> 5); ++w) incl += warp_sum[w];
+    const unsigned excl = incl - v;
+    if (excl < rank && rank <= incl) {
+      sh.bin = static_cast<unsigned>(t);
+      sh.rank = rank - excl;
+    }
+  }
+  __syncthreads();
+}
+
+template <int Code, int Threads>
+__global__ void __launch_bounds__(Threads)
+    select_rows_kernel(const void* __restrict__ x, int64_t rows, int cols, int k, bool descending,
+                       bool canon_zero, bool with_indices, int key_bits,
+                       void* __restrict__ values_out, int64_t* __restrict__ indices_out) {
+  constexpr int kWarps = Threads / 32;
+  extern __shared__ uint32_t keys[];  // cols keys of the row
+  __shared__ SelShared<Threads> sh;
+  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  const uint32_t mask = key_bits >= 32 ? ~0u : ((1u << key_bits) - 1);
+  constexpr bool kFloat = Code == PGK_FLOAT16 || Code == PGK_BFLOAT16 || Code == PGK_FLOAT32;
+  constexpr int kSize = (Code == PGK_BOOL || Code == PGK_INT8 || Code == PGK_UINT8) ? 1
+                        : (Code == PGK_INT16 || Code == PGK_FLOAT16 || Code == PGK_BFLOAT16) ? 2
+                                                                                           : 4;
+  int padded = 1;
+  while (padded < k) padded <<= 1;
+  // Warp w's contiguous columns (whole steps of 32), for the ordered gather.
+  const int span = (cols + kWarps * 32 - 1) / (kWarps * 32) * 32;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const char* xr = static_cast<const char*>(x) + r * cols * kSize;
+    for (int i = t; i < cols; i += Threads) {
+      uint32_t key = static_cast<uint32_t>(load_key<Code>(xr, i, canon_zero));
+      if (descending) key = ~key & mask;
+      keys[i] = key;
+    }
+    // Radix select of the k-th smallest key: prefix / pmask fix its digits from the top.
+    uint32_t prefix = 0, pmask = 0;
+    unsigned rank = static_cast<unsigned>(k);
+    for (int shift = (key_bits - 1) / 8 * 8; shift >= 0; shift -= 8) {
+      if (t < 256) sh.hist[t] = 0;
+      __syncthreads();
+      for (int base = 0; base < cols; base += Threads) {
+        const int i = base + t;
+        const uint32_t key = i < cols ? keys[i] : 0u;
+        const bool in = i < cols && (key & pmask) == prefix;
+        const unsigned digit = in ? (key >> shift) & 255u : 256u;
+        const unsigned peers = __match_any_sync(0xffffffffu, digit);
+        if (in && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[digit], __popc(peers));
+      }
+      __syncthreads();
+      pick_bin<Threads>(sh, rank);
+      prefix |= sh.bin << shift;
+      pmask |= 255u << shift;
+      rank = sh.rank;
+    }
+    const uint32_t pivot = prefix;
+    const unsigned less_total = static_cast<unsigned>(k) - rank;  // keys below the pivot
+    // Ordered gather: counts per warp, their exclusive sums, then the k pairs.
+    const int lo = w * span, hi = min(cols, lo + span);
+    unsigned n_less = 0, n_eq = 0;
+    for (int b = lo; b < hi; b += 32) {
+      const int i = b + lane;
+      const uint32_t key = i < hi ? keys[i] : 0u;
+      n_less += __popc(__ballot_sync(0xffffffffu, i < hi && key < pivot));
+      n_eq += __popc(__ballot_sync(0xffffffffu, i < hi && key == pivot));
+    }
+    if (lane == 0) {
+      sh.warp_less[w] = n_less;
+      sh.warp_eq[w] = n_eq;
+    }
+    __syncthreads();
+    unsigned less_base = 0, eq_base = 0;
+    for (int v = 0; v < w; ++v) {
+      less_base += sh.warp_less[v];
+      eq_base += sh.warp_eq[v];
+    }
+    const unsigned lt_mask = (1u << lane) - 1;
+    for (int b = lo; b < hi; b += 32) {
+      const int i = b + lane;
+      const uint32_t key = i < hi ? keys[i] : 0u;
+      const bool is_less = i < hi && key < pivot, is_eq = i < hi && key == pivot;
+      const unsigned bl = __ballot_sync(0xffffffffu, is_less);
+      const unsigned be = __ballot_sync(0xffffffffu, is_eq);
+      const u64 pair = (static_cast<u64>(key) << 32) | static_cast<u64>(i);
+      if (is_less) sh.cand[less_base + __popc(bl & lt_mask)] = pair;
+      const unsigned e = eq_base + __popc(be & lt_mask);
+      if (is_eq && e < rank) sh.cand[less_total + e] = pair;
+      less_base += __popc(bl);
+      eq_base += __popc(be);
+    }
+    for (int j = k + t; j < padded; j += Threads) sh.cand[j] = ~u64{0};
+    __syncthreads();
+    // Bitonic sort of the padded k pairs, ascending.
+    for (int size = 2; size <= padded; size <<= 1) {
+      for (int stride = size >> 1; stride > 0; stride >>= 1) {
+        for (int q = t; q < padded / 2; q += Threads) {
+          const int a = 2 * q - (q & (stride - 1)), c = a + stride;
+          const bool up = (a & size) == 0;
+          const u64 va = sh.cand[a], vc = sh.cand[c];
+          if ((va > vc) == up) {
+            sh.cand[a] = vc;
+            sh.cand[c] = va;
+          }
+        }
+        __syncthreads();
+      }
+    }
+    for (int j = t; j < k; j += Threads) {
+      const int col = static_cast<int>(sh.cand[j] & 0xffffffffu);
+      const int64_t p = r * k + j;
+      if (values_out != nullptr) {
+        if (kFloat && !with_indices) {
+          // A values-only result: NaNs as the dtype's default NaN, as the sort's decoded keys.
+          store_key<Code>(values_out, p, load_key<Code>(xr, col, false));
+        } else {
+          copy_elem<Code>(xr, col, values_out, p);
+        }
+      }
+      if (indices_out != nullptr) indices_out[p] = col;
+    }
+    __syncthreads();  // keys and cand are rewritten by the next row
+  }
+}
+
+// Whether pgk_sort takes the select path, and its threads per block and shared memory bytes.
+struct SelPlan {
+  bool use = false;
+  int threads = 0;
+  size_t smem = 0;
+};
+
+inline SelPlan select_plan(int dtype, int64_t cols, int64_t k) {
+  SelPlan sp;
+  if (sort_dtype_size(dtype) > 4 || k > kSelMaxK || cols > (int64_t{1} << 20)) return sp;
+  static std::atomic<int> optin_cache[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return sp;
+  }
+  int optin = optin_cache[dev].load(std::memory_order_relaxed);
+  if (optin == 0) {
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+        cudaSuccess) {
+      cudaGetLastError();
+      return sp;
+    }
+    optin_cache[dev].store(optin, std::memory_order_relaxed);
+  }
+  sp.threads = cols <= 2048 ? 256 : 1024;
+  const size_t fixed = sizeof(SelShared<1024>) + 8 * sizeof(unsigned) + 1024;  // + reserve
+  sp.smem = static_cast<size_t>(cols) * 4;
+  sp.use = sp.smem + fixed <= static_cast<size_t>(optin);
+  return sp;
+}
+
+template <int Code>
+int run_select(const void* x, int64_t rows, int64_t cols, int flags, int64_t k,
+               void* values_out, int64_t* indices_out, const SelPlan& sp, cudaStream_t stream) {
+  const bool desc = (flags & PGK_SORT_DESCENDING) != 0;
+  const bool with_indices = (flags & PGK_SORT_INDICES) != 0;
+  const int key_bits = Code == PGK_BOOL ? 1 : 8 * sort_dtype_size(Code);
+  const unsigned grid = static_cast<unsigned>(rows < (int64_t{1} << 20) ? rows : (int64_t{1} << 20));
+  auto launch = [&](auto kernel) {
+    if (sp.smem > 48 * 1024) {
+      const cudaError_t st = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sp.smem));
+      if (st != cudaSuccess) return static_cast<int>(st);
+    }
+    kernel<<<grid, sp.threads, sp.smem, stream>>>(x, rows, static_cast<int>(cols),
+                                                  static_cast<int>(k), desc, with_indices,
+                                                  with_indices, key_bits, values_out,
+                                                  indices_out);
+    return launch_status();
+  };
+  if (sp.threads == 256) return launch(select_rows_kernel<Code, 256>);
+  return launch(select_rows_kernel<Code, 1024>);
+}
+
 }  // namespace
 }  // namespace pgk
 
@@ -431,6 +655,17 @@ extern "C" PGK_API int pgk_sort(const void* x, int dtype, int64_t rows, int64_t 
   if (st != 0) return st;
   if (workspace_bytes < p.total) return kInvalid;
   auto s = static_cast<cudaStream_t>(stream);
+  const SelPlan sp = select_plan(dtype, cols, k);
+  if (sp.use) {  // the workspace is not needed (still required: the caller cannot know)
+    return dispatch_code(dtype, [&](auto code) {
+      constexpr int C = decltype(code)::value;
+      if constexpr (kEightByte<C>) {
+        return kInvalid;  // not reached: select_plan refuses 8-byte dtypes
+      } else {
+        return run_select<C>(x, rows, cols, flags, k, values_out, indices_out, sp, s);
+      }
+    });
+  }
   char* ws = static_cast<char*>(workspace);
   return dispatch_code(dtype, [&](auto code) {
     constexpr int C = decltype(code)::value;

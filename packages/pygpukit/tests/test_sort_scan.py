@@ -78,7 +78,7 @@ def same(got: gp.GPUArray, expected: np.ndarray) -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape,axis", [((0,), -1), ((1,), -1), ((37,), 0), ((5, 33), -1),
                                         ((5, 33), 0), ((3, 4, 6), 1), ((2, 0, 3), 1),
-                                        ((4, 5), None)])
+                                        ((4, 5), None), ((3, 1024), -1), ((2, 1025), 1)])
 def test_sort_and_argsort_match_numpy(backend: str, dtype: np.dtype[Any],
                                       shape: tuple[int, ...], axis: int | None) -> None:
     x = data(shape, dtype, seed=len(shape) + (axis or 0))
@@ -213,6 +213,24 @@ def test_topk(backend: str, dtype: np.dtype[Any], largest: bool) -> None:
         order = np.take(order, np.arange(k), axis=axis)
         same(indices, order)
         same(values, np.take_along_axis(x, order, axis=axis))
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16),
+                                   np.dtype(np.int32), np.dtype(np.int8), np.dtype(np.bool_)],
+                         ids=str)
+@pytest.mark.parametrize("cols", [3000, 40_000, 70_000])
+def test_topk_of_long_rows(backend: str, dtype: np.dtype[Any], cols: int) -> None:
+    """Rows held in shared memory on the GPU (a select, then a sort of k) and rows too long for
+    it (the radix sort): the same first k, ties in index order, NaN placement as a sort."""
+    x = data((3, cols), dtype, seed=cols)
+    g = gp.from_numpy(x)
+    rank = ranks(x)
+    for k in (1, 64, 1000, 1024):
+        for largest in (True, False):
+            values, indices = gp.topk(g, k, largest=largest)
+            order = np.argsort(-rank if largest else rank, axis=1, kind="stable")[:, :k]
+            same(indices, order)
+            same(values, np.take_along_axis(x, order, axis=1))
 
 
 def test_topk_errors(backend: str) -> None:
