@@ -17,6 +17,35 @@ inline unsigned grid_for(int64_t work_items, unsigned block) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
+// The SM count of device `dev`, 0 when it cannot be read: launchers size grids and choose tiles
+// by it on every call, so it is read once per device (a relaxed atomic cache: every thread that
+// races to fill it stores the same value).
+inline int sm_count_of_device(int dev) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices] = {};
+  if (dev < 0 || dev >= kMaxDevices) return 0;
+  int n = cache[dev].load(std::memory_order_relaxed);
+  if (n == 0) {
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      cudaGetLastError();  // not a launch error: leave nothing for launch_status() to report
+      return 0;
+    }
+    cache[dev].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// The SM count of the current device, `fallback` when it cannot be read.
+inline int current_sm_count(int fallback) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return fallback;
+  }
+  const int n = sm_count_of_device(dev);
+  return n > 0 ? n : fallback;
+}
+
 // An integer tuning knob from the environment (read once per call site by the caller's static),
 // for benchmarking variants of a launch configuration; `dflt` when unset or out of [lo, hi].
 inline int tune_knob(const char* name, int dflt, int lo, int hi) {

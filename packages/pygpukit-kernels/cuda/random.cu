@@ -429,20 +429,6 @@ int current_device() {
   return dev;
 }
 
-int sm_count(int dev) {
-  static std::atomic<int> cache[kMaxDevices];
-  if (dev < 0) return 1;
-  int c = cache[dev].load(std::memory_order_relaxed);
-  if (c == 0) {
-    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || c < 1) {
-      cudaGetLastError();
-      c = 1;
-    }
-    cache[dev].store(c, std::memory_order_relaxed);
-  }
-  return c;
-}
-
 // Resident blocks of kThreads threads per SM for `kernel` on device `dev` (cached per kernel).
 template <class F>
 int blocks_per_sm(int dev) {
@@ -464,7 +450,8 @@ template <class F>
 dim3 grid_for_blocks(int64_t philox_blocks) {
   static const int waves = tune_knob("PGK_TUNE_RAND_WAVES", 1, 1, 64);
   const int dev = current_device();
-  const int64_t cap = static_cast<int64_t>(sm_count(dev)) * blocks_per_sm<F>(dev) * waves;
+  const int sms = sm_count_of_device(dev);
+  const int64_t cap = int64_t{sms > 0 ? sms : 1} * blocks_per_sm<F>(dev) * waves;
   int64_t g = (philox_blocks + kThreads - 1) / kThreads;
   if (g > cap) g = cap;
   return dim3(static_cast<unsigned>(g < 1 ? 1 : g));

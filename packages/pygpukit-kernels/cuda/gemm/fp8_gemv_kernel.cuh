@@ -27,38 +27,14 @@
 #include <cuda_runtime.h>
 
 #include "epilogue_runtime_act.cuh"
+#include "gemv_kernels.cuh"
+#include "sm90_fp8_configs.cuh"
 
 namespace pgk::gemm::fp8gemv {
 
-struct Args {
-  int m, n, k;
-  const uint8_t* a;
-  int64_t lda;
-  const uint8_t* b;
-  int64_t ldb;
-  void* c;
-  int64_t ldc;
-  const float* sa;     // per-tensor scale of A (1 float) or null
-  const float* sb;     // per-tensor scale of B or null
-  const float* row_a;  // M floats or null
-  const float* col_b;  // N floats or null
-  const void* bias;    // N elements of the output type or null
-  int act;
-};
-
-template <typename T> struct Out;
-template <> struct Out<__half> {
-  static __device__ __forceinline__ float to(__half x) { return __half2float(x); }
-  static __device__ __forceinline__ __half from(float x) { return __float2half_rn(x); }
-};
-template <> struct Out<__nv_bfloat16> {
-  static __device__ __forceinline__ float to(__nv_bfloat16 x) { return __bfloat162float(x); }
-  static __device__ __forceinline__ __nv_bfloat16 from(float x) { return __float2bfloat16_rn(x); }
-};
-template <> struct Out<float> {
-  static __device__ __forceinline__ float to(float x) { return x; }
-  static __device__ __forceinline__ float from(float x) { return x; }
-};
+// The kernel takes the product as the FP8 dispatch describes it (a, b: FP8 bytes).
+using Args = sm90fp8::Fp8Problem;
+using gemv::Cvt;
 
 // FP8 operand kinds of the mma: 0 = e4m3, 1 = e5m2 (e5m2 x e5m2 is not instantiated).
 template <int EA, int EB>
@@ -78,26 +54,6 @@ __device__ __forceinline__ void mma16832(float (&d)[4], uint32_t a0, uint32_t a1
   // The object library is built for sm_89+ only; nothing runs this branch.
   (void)d; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1;
 #endif
-}
-
-// B: streaming (read once).  LM 2: L1::no_allocate + L2 256-byte prefetch, 3: L1::no_allocate,
-// 1: __ldcs (evict-first), 0: __ldg.
-template <int LM>
-__device__ __forceinline__ uint4 ld_b(const uint8_t* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (LM == 2 || LM == 3) {
-    uint4 v;
-    if constexpr (LM == 2)
-      asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    else
-      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-  }
-#endif
-  if constexpr (LM == 1) return __ldcs(reinterpret_cast<const uint4*>(p));
-  return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
 // NT n-tiles of 8 columns per warp (8 * NT columns per block), MT m-tiles of 16 rows, U k64
@@ -139,7 +95,7 @@ __global__ void __launch_bounds__(W * 32, MB) fp8_gemv_colb(Args g) {
     for (int h = 0; h < 2; ++h) {
       const int r = 16 * i + 8 * h + gi;
       aok[i][h] = r < g.m && !(kHalf && h == 1);
-      ap[i][h] = g.a + int64_t(aok[i][h] ? r : 0) * g.lda + ti * 16;
+      ap[i][h] = static_cast<const uint8_t*>(g.a) + int64_t(aok[i][h] ? r : 0) * g.lda + ti * 16;
     }
   const uint8_t* bp[NT];
   bool nok[NT];
@@ -147,7 +103,7 @@ __global__ void __launch_bounds__(W * 32, MB) fp8_gemv_colb(Args g) {
   for (int j = 0; j < NT; ++j) {
     const int n = n0 + j * 8 + gi;
     nok[j] = n < g.n;
-    bp[j] = g.b + int64_t(nok[j] ? n : 0) * g.ldb + ti * 16;
+    bp[j] = static_cast<const uint8_t*>(g.b) + int64_t(nok[j] ? n : 0) * g.ldb + ti * 16;
   }
 
   const int kb = w * kStep;
@@ -158,7 +114,7 @@ __global__ void __launch_bounds__(W * 32, MB) fp8_gemv_colb(Args g) {
       const bool kok = kk + ti * 16 < g.k;  // k % 16 == 0: the 16 bytes are all in or all out
       const uint4 z = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-      for (int j = 0; j < NT; ++j) f.b[u][j] = (kok && nok[j]) ? ld_b<LM>(bp[j] + kk) : z;
+      for (int j = 0; j < NT; ++j) f.b[u][j] = (kok && nok[j]) ? gemv::ld16<LM>(reinterpret_cast<const uint16_t*>(bp[j] + kk)) : z;
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -218,9 +174,9 @@ __global__ void __launch_bounds__(W * 32, MB) fp8_gemv_colb(Args g) {
     v = v * s;
     if (g.row_a) v *= __ldg(g.row_a + row);
     if (g.col_b) v *= __ldg(g.col_b + col);
-    if (bias) v += Out<OT>::to(bias[col]);
+    if (bias) v += Cvt<OT>::to(bias[col]);
     if (g.act != 0) v = apply_activation_outlined<float>(v, g.act);
-    C[int64_t(row) * g.ldc + col] = Out<OT>::from(v);
+    C[int64_t(row) * g.ldc + col] = Cvt<OT>::from(v);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "gemm_problem.cuh"
+#include "launch_utils.cuh"
 #include "pygpukit_kernels.h"
 #include "sm80_gemm.cuh"
 
@@ -26,13 +27,6 @@ bool sm80_aligned(const Problem& p, int al) {
   return p.lda <= INT_MAX && p.ldb <= INT_MAX && p.ldc <= INT_MAX;
 }
 
-int sm_count() {
-  int dev = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return 108;
-  return n;
-}
 
 int64_t tiles(const Problem& p, int tm, int tn) {
   return int64_t((p.m + tm - 1) / tm) * ((p.n + tn - 1) / tn) * p.batch;
@@ -60,7 +54,7 @@ cudaError_t sm80_gemm(const Problem& p, void* workspace, size_t workspace_bytes,
 
   // Large tiles once they fill the machine about once; small tiles for few-tile shapes.
   const int64_t large_tiles = half ? tiles(p, 128, 256) : tiles(p, 128, 128);
-  const int tile = large_tiles >= sm_count() ? sm80::kLarge : sm80::kSmall;
+  const int tile = large_tiles >= current_sm_count(108) ? sm80::kLarge : sm80::kSmall;
 
 #define PGK_SM80_CASE(KIND)                                                   \
   case KIND:                                                                  \

@@ -63,22 +63,7 @@ cudaError_t sm89_fp8_gemv(const sm90fp8::Fp8Problem& p, cudaStream_t s) {
   const bool a4 = p.a_dtype == PGK_FLOAT8_E4M3FN, b4 = p.b_dtype == PGK_FLOAT8_E4M3FN;
   if (!a4 && !b4) return cudaErrorNotSupported;  // e5m2 x e5m2: no such mma pair used
   const int ea = a4 ? 0 : 1, eb = b4 ? 0 : 1;
-  Args g{};
-  g.m = p.m;
-  g.n = p.n;
-  g.k = p.k;
-  g.a = static_cast<const uint8_t*>(p.a);
-  g.lda = p.lda;
-  g.b = static_cast<const uint8_t*>(p.b);
-  g.ldb = p.ldb;
-  g.c = p.c;
-  g.ldc = p.ldc;
-  g.sa = p.sa;
-  g.sb = p.sb;
-  g.row_a = p.row_a;
-  g.col_b = p.col_b;
-  g.bias = p.bias;
-  g.act = p.act;
+  const Args& g = p;
   cudaError_t err;
   if (p.out_dtype == PGK_BFLOAT16) err = launch_ab<__nv_bfloat16>(ea, eb, g, s);
   else if (p.out_dtype == PGK_FLOAT16) err = launch_ab<__half>(ea, eb, g, s);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "gemm_problem.cuh"
+#include "launch_utils.cuh"
 #include "pygpukit_kernels.h"
 #include "sm90_fp8_configs.cuh"
 
@@ -28,17 +29,6 @@ std::atomic<int> g_force{0};  // test hook (pgk_gemm_fp8_force_config)
 
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int sm_count_cached() {
-  static int cached[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  if (cached[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-    cached[dev] = n;
-  }
-  return cached[dev];
-}
 
 struct Entry {
   Fp8KernelFn bf16, f16, f32;
@@ -120,7 +110,7 @@ cudaError_t sm90_fp8_gemm(const sm90fp8::Fp8Problem& p, cudaStream_t s) {
   const Entry* e = nullptr;
   const bool a4 = p.a_dtype == PGK_FLOAT8_E4M3FN, b4 = p.b_dtype == PGK_FLOAT8_E4M3FN;
   if (a4 && b4) {
-    const int sms = sm_count_cached() > 0 ? sm_count_cached() : 132;
+    const int sms = current_sm_count(132);
     e = &choose_e4e4(p, sms);
   } else if (a4) {
     e = &kM45;

@@ -33,6 +33,7 @@
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 
 #include "epilogue_runtime_act.cuh"
+#include "launch_utils.cuh"
 #include "sm90_fp8_configs.cuh"
 
 namespace pgk::gemm::sm90fp8 {
@@ -71,16 +72,6 @@ struct ScaleBiasAct<cutlass::Array<T, N>> {
   }
 };
 
-inline int fp8_sm_count(int dev) {
-  static std::atomic<int> cached[64] = {};
-  if (dev < 0 || dev >= 64) return 0;
-  int n = cached[dev].load(std::memory_order_relaxed);
-  if (n == 0) {
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-    cached[dev].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
 
 template <class EA, class EB, class ED, class TileShape_, class ClusterShape_, bool PingPong,
           bool Swap>
@@ -238,7 +229,7 @@ struct Sm90Fp8Gemm {
   static cudaError_t run(const Fp8Problem& p_in, cudaStream_t s) {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) return cudaErrorNotSupported;
-    const int sms = fp8_sm_count(dev);
+    const int sms = sm_count_of_device(dev);
     if (sms <= 0) return cudaErrorNotSupported;
     Fp8Problem p;
     std::memset(&p, 0, sizeof(p));  // no stray padding bytes in the key

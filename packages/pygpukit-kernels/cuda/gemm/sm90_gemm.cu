@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "gemm_problem.cuh"
+#include "launch_utils.cuh"
 #include "pygpukit_kernels.h"
 #include "sm90_gemm_configs.cuh"
 
@@ -25,18 +26,6 @@ bool g_force_has_opts = false;
 int g_force_gen = 0;
 
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int sm_count_cached() {
-  static int cached[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  if (cached[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-    cached[dev] = n;
-  }
-  return cached[dev];
-}
 
 // Returns false (NotSupported) for anything the TMA/WGMMA kernels cannot run.
 bool supported(const Problem& p) {
@@ -199,7 +188,7 @@ Choice choose_tf32(const Problem& p, int sms) {
 }
 
 Choice choose(const Problem& p) {
-  const int sms = sm_count_cached() > 0 ? sm_count_cached() : 132;
+  const int sms = current_sm_count(132);
   Choice c = p.dtype == PGK_FLOAT32 ? choose_tf32(p, sms) : choose16(p, sms);
   if (g_force_has_opts) c.opts = g_force_opts;
   return c;

@@ -42,6 +42,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 
+#include "launch_utils.cuh"
 #include "sm90_gemm_configs.cuh"
 
 namespace pgk::gemm::sm90 {
@@ -101,16 +102,6 @@ struct BiasAct<cutlass::Array<T, N>> {
   }
 };
 
-inline int sm_count_of(int dev) {
-  static std::atomic<int> cached[64] = {};
-  if (dev < 0 || dev >= 64) return 0;
-  int n = cached[dev].load(std::memory_order_relaxed);
-  if (n == 0) {
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-    cached[dev].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
 
 // What a cached launch depends on besides the kernel type: every field is compared bytewise, so
 // the struct is zeroed before it is filled (no stray padding bytes).
@@ -317,7 +308,7 @@ struct Sm90Gemm {
                          cudaStream_t s, size_t* ws_needed) {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) return cudaErrorNotSupported;
-    const int sms = sm_count_of(dev);
+    const int sms = sm_count_of_device(dev);
     if (sms <= 0) return cudaErrorNotSupported;
     const RunOpts o = PingPong ? data_parallel(o_in) : o_in;
     if (ws_needed) {
@@ -383,7 +374,7 @@ struct Sm90Gemm {
                                   cudaStream_t s) {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) return cudaErrorNotSupported;
-    const int sms = sm_count_of(dev);
+    const int sms = sm_count_of_device(dev);
     const RunOpts o = PingPong ? data_parallel(o_in) : o_in;
     Arguments args = make_args(p, o, sms, dev);
     size_t need = Gemm::get_workspace_size(args);
