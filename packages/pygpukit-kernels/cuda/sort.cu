@@ -6,9 +6,9 @@
 // NaN to the largest key, optionally -0.0 to +0.0).  Rows are sorted at once by putting the row
 // id above the key bits of a 64-bit key ("packed"), or, where that does not fit in 64 bits, by
 // two stable passes (the keys with their flat index, then the row ids of those indices).
-// Rows whose keys fit in shared memory, when at most kSelMaxK (1024) leading columns are asked
-// for (topk, and sorts of short rows), skip the radix sort: one block per row selects and sorts
-// only those (select_rows_kernel below), with the same result.
+// Rows whose keys fit in shared memory, when fewer than all and at most kSelMaxK (1024) leading
+// columns are asked for (topk), skip the radix sort: one block per row selects and sorts only
+// those (select_rows_kernel below), with the same result.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -397,7 +397,7 @@ int run_sort_typed(const void* x, int64_t rows, int64_t cols, int flags, int64_t
 
 // ---- rows that fit in shared memory, k <= kSelMaxK: select, then sort only the k -------------
 //
-// topk (and sorts of short rows) need the first k of each sorted row.  When a row's keys fit in
+// topk needs the first k of each sorted row.  When a row's keys fit in
 // shared memory, one block per row finds the k-th smallest key by a radix select (8-bit digits
 // from the top; a histogram of the candidates' next digit per pass), gathers the keys below it
 // and, in index order, as many of the keys equal to it as k needs, sorts those k (key, index)
@@ -566,7 +566,11 @@ struct SelPlan {
 
 inline SelPlan select_plan(int dtype, int64_t cols, int64_t k) {
   SelPlan sp;
-  if (sort_dtype_size(dtype) > 4 || k > kSelMaxK || cols > (int64_t{1} << 20)) return sp;
+  // Whole rows (k == cols) stay with the radix sort: a bitonic sort of every row of 1000 keys
+  // measured 0.65x torch's segmented sort on an H200 (100000 rows).
+  if (sort_dtype_size(dtype) > 4 || k > kSelMaxK || k >= cols || cols > (int64_t{1} << 20)) {
+    return sp;
+  }
   static std::atomic<int> optin_cache[64] = {};
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
