@@ -13,12 +13,13 @@ are adjacent in the key, else it goes first.  One kernel then gathers (``a[key]`
 Index checks: NumPy arrays and lists are checked on the host before anything is launched.
 Indices on the device are checked by the kernel itself: it records the first out-of-range index
 in an 8-byte slot, read back once per operation (one small device-to-host copy, which waits for
-the kernel), and :class:`IndexError` is raised naming the axis and its size, as NumPy does.  On
-the device the elements of the in-range indices of a failed assignment have been written by
-then (NumPy writes nothing); a failed gather returns nothing.  Inside a graph capture the slot
-cannot be read: out-of-range elements are skipped there (a gather gives 0).  With
-``gp.set_index_check("deferred")`` the slot is read at the stream's next synchronization instead
-of at the call (pygpukit._index_errors): no wait per operation.
+the kernel), and :class:`IndexError` is raised naming the axis and its size, as NumPy does.  An
+assignment or scatter-add runs that check alone before it writes (``pgk_index_check``), so a
+failed one writes nothing, as in NumPy; a failed gather returns nothing.  Inside a graph
+capture the slot cannot be read: out-of-range elements are skipped there (a gather gives 0).
+With ``gp.set_index_check("deferred")`` the slot is read at the stream's next synchronization
+instead of at the call (pygpukit._index_errors): no wait per operation, and a failed write has
+written its in-range elements.
 """
 
 from __future__ import annotations
@@ -384,16 +385,13 @@ def _check_first(runtime: Runtime, prepared: _Prepared, error: GPUArray | None, 
     if error is None or deferred:
         return error
     runtime.index_check(prepared.plan, error, stream)
-    _raise_recorded(prepared, error, False)
+    _raise_recorded(prepared, error)
     return None
 
 
-def _raise_recorded(prepared: _Prepared, error: GPUArray | None, deferred: bool) -> None:
-    """Read the error slot (one 8-byte copy) and raise NumPy's IndexError if it was set.
-
-    A deferred slot is read at the stream's next synchronization instead.
-    """
-    if error is None or deferred:
+def _raise_recorded(prepared: _Prepared, error: GPUArray | None) -> None:
+    """Read an immediate error slot (one 8-byte copy) and raise NumPy's IndexError if it was set."""
+    if error is None:
         return
     code = int(error.to_numpy()[0])
     if code < 0:
@@ -414,7 +412,8 @@ def _gather(prepared: _Prepared) -> GPUArray:
     with _error_slot(runtime, prepared, stream, "gather (a[index])") as (error, deferred):
         touch(stream, plan.base, *plan.indices, written=out)
         runtime.index_gather(plan, out, error, stream, preset=deferred)
-    _raise_recorded(prepared, error, deferred)
+    if not deferred:  # a deferred slot is read at the stream's next synchronization
+        _raise_recorded(prepared, error)
     return out
 
 
