@@ -358,12 +358,15 @@ enum { PGK_RAND_UNIFORM = 0, PGK_RAND_NORMAL = 1, PGK_RAND_BITS = 2 };
  *   (X >> 11) * 2^-53 (float64), exact in [0, 1); out = a + b * u rounded after the product and
  *   after the sum (no FMA) in float32 (then once to the half type) or float64, with a and b
  *   rounded once to float32 for the 16/32-bit types; a == 0 and b == 1 give u itself.
- * PGK_RAND_NORMAL (float32: 32-bit words; float64: 64-bit words), Box-Muller on word pairs
- *   (x0, x1) of one block: u1 = float32(int32(x0 >> 1)) * 2^-31 + 2^-32 (float32 ops; float64:
- *   float64(X0 >> 11) * 2^-53 + 2^-54), t = (x1 >> 8) * 2^-23 (float64: (X1 >> 11) * 2^-52),
+ * PGK_RAND_NORMAL, float32 (one 32-bit word x per value): the inverse CDF
+ *   z = +-Phi^-1(v), v = float32(x & 0x7fffffff) * 2^-32 + 2^-33 in (0, 1/2], by a table of
+ *   cubics (cuda/normal_icdf_table.cuh, within ~1 ulp of the exact quantile), the sign from x's
+ *   top bit; integer steps and IEEE float32 roundings only, so bit-identical to the NumPy mirror
+ *   (pygpukit/_philox.py, which defines it).  float64 (64-bit words): Box-Muller on the pair
+ *   (X0, X1) of one block: u1 = float64(X0 >> 11) * 2^-53 + 2^-54, t = (X1 >> 11) * 2^-52,
  *   rad = sqrt(-2 log(u1)), z0 = rad * cospi(t), z1 = rad * sinpi(t) with CUDA's accurate
- *   logf/sqrtf/sincospif (log/sqrt/sincospi), then a + b * z as for uniform.  Equal to the
- *   exact values within a few ulp (the NumPy mirror computes them in float64: not bit-identical).
+ *   log/sqrt/sincospi: within a few ulp of the exact values (and of the mirror's).  Both then
+ *   a + b * z as for uniform.
  * PGK_RAND_BITS: the words themselves, PGK_INT32 (32-bit words) or PGK_INT64 (64-bit words);
  *   a and b are ignored (pass 0 and 1). */
 PGK_API int pgk_random(int dist, void* out, int dtype, int64_t n, uint64_t key, uint64_t counter,

@@ -3,9 +3,11 @@
 * The Philox core against Random123's known answers (kat_vectors).
 * Every draw against the streams' definition (pygpukit._philox, NumPy): on the CUDA backend this
   is the cross-backend check.  Integers, uniform floats (every dtype, with and without
-  low/scale), raw words and weighted choice must be bit-identical; normals agree within
-  NORMAL_ULPS ulp of ``|loc| + scale * |z|`` (float32 normals are computed in float32 with CUDA's
-  logf/sqrtf/sincospif on the GPU, in float64 on the CPU).
+  low/scale), raw words, weighted choice and float32 normals (an inverse CDF of integer steps
+  and float32 roundings) must be bit-identical; float64 normals agree within NORMAL_ULPS ulp of
+  ``|loc| + scale * |z|`` (Box-Muller with CUDA's log/sincospi on the GPU, NumPy's on the CPU).
+* The float32 normals' quantile table: its two copies (kernels header, Python module) agree, and
+  it is within 2 ulp of the exact quantile across every segment.
 * Statistics with fixed seeds (so every run sees the same numbers): moments of 10**6 samples
   within 5 sigma, Kolmogorov-Smirnov against the uniform and normal CDFs (critical value of
   p = 0.001), chi-square for integers and choice(p) (p = 0.001, Wilson-Hilferty), correlation
@@ -29,8 +31,8 @@ from pygpukit import _philox
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
 INTS = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.int32, np.int64, np.bool_)]
-#: Largest difference between the backends' normals, in ulp of |loc| + scale * |z|.
-NORMAL_ULPS = {np.dtype(np.float32): 4, np.dtype(np.float64): 8}
+#: Largest difference between the backends' float64 normals, in ulp of |loc| + scale * |z|.
+NORMAL_ULPS = 8
 N_STATS = 10**6
 
 
@@ -158,6 +160,8 @@ def test_golden_values_of_a_seed(backend: str) -> None:
 GOLDEN_INTEGERS = [252, 907, 987, 665, 774, 877, 66, 471]
 GOLDEN_FLOAT64 = [0.45270545784844385, 0.5522846698871586, 0.09760900096858693,
                   0.6475311603248155]
+GOLDEN_NORMAL_F32 = ["-0x1.559bf00000000p-1", "0x1.dd7be80000000p-3", "0x1.008dd00000000p-5",
+                     "0x1.f0e7860000000p-1", "0x1.3249920000000p-1", "0x1.3fbf4c0000000p-2"]
 
 
 def test_spawned_generators_are_distinct_and_independent(backend: str) -> None:
@@ -205,17 +209,18 @@ def test_uniform_is_the_definition_bit_for_bit(backend: str, dtype: np.dtype[Any
 
 
 def _assert_normals_close(got: np.ndarray, expected: np.ndarray, loc: float) -> None:
-    dtype = got.dtype
-    magnitude = (abs(loc) + np.abs(expected.astype(np.float64) - loc)).astype(dtype)
-    ulp = np.spacing(np.maximum(magnitude, np.finfo(dtype).tiny)).astype(np.float64)
-    err = np.abs(got.astype(np.float64) - expected.astype(np.float64)) / ulp
-    assert err.max() <= NORMAL_ULPS[dtype], (float(err.max()), int(err.argmax()))
+    if got.dtype == np.float32:
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+        return
+    magnitude = np.abs(loc) + np.abs(expected - loc)
+    err = np.abs(got - expected) / np.spacing(np.maximum(magnitude, np.finfo(np.float64).tiny))
+    assert err.max() <= NORMAL_ULPS, (float(err.max()), int(err.argmax()))
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
 @pytest.mark.parametrize(("loc", "scale"), [(0.0, 1.0), (3.0, 0.5)])
-def test_normal_is_the_definition_within_ulps(backend: str, dtype: np.dtype[Any], loc: float,
-                                              scale: float) -> None:
+def test_normal_is_the_definition(backend: str, dtype: np.dtype[Any], loc: float,
+                                  scale: float) -> None:
     rng = gp.random.default_rng(21)
     rng.integers(0, 3, 3)
     key, counter, sid = state(rng)
@@ -226,6 +231,78 @@ def test_normal_is_the_definition_within_ulps(backend: str, dtype: np.dtype[Any]
     _assert_normals_close(got, expected, loc)
     if backend == "cpu":
         np.testing.assert_array_equal(got, expected)
+
+
+def test_float32_normals_of_a_seed(backend: str) -> None:
+    # Pinned like GOLDEN_INTEGERS: the inverse-CDF stream of a seed, bit for bit on both backends.
+    z = gp.random.default_rng(2024).standard_normal(6).to_numpy()
+    assert [float(v).hex() for v in z] == GOLDEN_NORMAL_F32
+
+
+def test_fma32_is_one_rounding() -> None:
+    # Ties of the float64 sum (the double-rounding case) and ordinary values, against exact
+    # rational arithmetic rounded to nearest even.
+    from fractions import Fraction
+
+    one = np.float32(1.0)
+    ulp = np.float32(2.0**-23)
+    a = np.array([one + ulp, one + ulp, 3.0, -1.5, 1e-3, 0.1], np.float32)
+    b = np.array([one + ulp, -(one + ulp), 1.0 / 3.0, 2.0**-30, 7.0, 0.3], np.float32)
+    c = np.array([-one, one, 2.0**-26, 1.0, -7e-3, -0.03], np.float32)
+    rng = np.random.default_rng(7)
+    a = np.concatenate([a, rng.standard_normal(2000).astype(np.float32)])
+    b = np.concatenate([b, rng.standard_normal(2000).astype(np.float32)])
+    c = np.concatenate([c, (rng.standard_normal(2000) * 1e-3).astype(np.float32)])
+    got = _philox.fma32(a, b, c)
+    for x, y, w, r in zip(a, b, c, got, strict=True):
+        exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(w))
+        near = np.float32(float(exact))
+        candidates = [near, np.nextafter(near, np.float32(np.inf)),
+                      np.nextafter(near, np.float32(-np.inf))]
+        best = min(candidates, key=lambda v: (abs(Fraction(float(v)) - exact),
+                                              int(np.float32(v).view(np.uint32)) & 1))
+        assert r == best, (x, y, w, r, best)
+
+
+def test_normal_quantile_table_copies_agree() -> None:
+    import re
+    from pathlib import Path
+
+    from pygpukit import _normal_icdf_table as table
+
+    header = (Path(__file__).resolve().parents[2] / "pygpukit-kernels" / "cuda"
+              / "normal_icdf_table.cuh")
+    text = header.read_text()
+    body = text[text.index("#define PGK_NORMAL_ICDF_TABLE"):]
+    in_header = [float.fromhex(h) for h in re.findall(r"(-?0x[0-9a-f.]+p[-+]\d+)f", body)]
+    in_module = [float.fromhex(h) for row in table.COEFFICIENTS for h in row]
+    assert in_header == in_module and len(in_module) == 4 * len(table.COEFFICIENTS)
+    for name in ("SEGMENT_BITS", "FIRST_EXPONENT"):
+        value = re.search(rf"#define PGK_NORMAL_ICDF_{name} (\d+)", text)
+        assert value is not None and int(value.group(1)) == getattr(table, name)
+    entries = re.search(r"#define PGK_NORMAL_ICDF_ENTRIES (\d+)", text)
+    assert entries is not None and int(entries.group(1)) == len(table.COEFFICIENTS)
+
+
+def test_normal_quantile_is_accurate_in_every_segment() -> None:
+    # Words spread over every segment (each of the 2^31 magnitudes' float32 v, strided), the
+    # first and last words, against Phi^-1 found from math.erfc: |z - Phi^-1(v)| is estimated
+    # as |Phi(z) - v| / phi(z), exact enough at this scale (float64 erfc).
+    y = np.concatenate([np.arange(0, 1 << 31, 40_009, dtype=np.int64), np.arange(0, 64),
+                        np.arange((1 << 31) - 64, 1 << 31)]).astype(np.uint32)
+    z = _philox.normal_f32(y).astype(np.float64)
+    v = (y.astype(np.float32) * np.float32(2.0**-32) + np.float32(2.0**-33)).astype(np.float64)
+    assert np.all(z <= 0) and z.min() > -6.34
+    cdf = np.array([0.5 * math.erfc(-x / math.sqrt(2.0)) for x in z])
+    pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    err = np.abs(cdf - v) / pdf
+    ulp = np.spacing(np.abs(z).astype(np.float32)).astype(np.float64)
+    big = np.abs(z) > 0.01
+    assert float((err[big] / ulp[big]).max()) <= 2.0
+    assert float(err.max()) <= 5e-7
+    # The top bit is the sign: the same magnitudes, negated.
+    np.testing.assert_array_equal(_philox.normal_f32(y | np.uint32(0x80000000)),
+                                  -_philox.normal_f32(y))
 
 
 @pytest.mark.parametrize("dtype", INTS, ids=str)

@@ -21,16 +21,22 @@ Distributions (``x`` a 32-bit word, ``X`` a 64-bit word):
   ``low``/``scale``: ``low + scale * u`` rounded after the product and after the sum (no FMA), in
   float32 for the 16/32-bit types (then rounded once to the half type), in float64 for float64.
   Bit-identical on both backends.
-* normal (Box-Muller, one pair per two words): float32 from ``(x0, x1)``:
-  ``u1 = float32(int32(x0 >> 1)) * 2**-31 + 2**-32`` (float32 arithmetic, in ``(0, 1]``),
-  ``t = (x1 >> 8) * 2**-23`` (exact, in ``[0, 2)``), ``rad = sqrt(-2 log(u1))``,
-  ``z0 = rad * cos(pi t)``, ``z1 = rad * sin(pi t)``; float64 likewise from ``(X0, X1)`` with
-  ``u1 = float64(X0 >> 11) * 2**-53 + 2**-54`` and ``t = (X1 >> 11) * 2**-52``.  Here it is
-  computed in float64 with an exact reduction of ``pi t`` (so within an ulp of the exact
-  value); the GPU computes float32 normals in float32 with CUDA's ``logf``, ``sqrtf`` and
-  ``sincospif`` (float64 ones with ``log``, ``sqrt`` and ``sincospi``): the two agree within a
-  few ulp, not bit for bit.  ``|z|`` is at most ``sqrt(64 ln 2)`` = 6.66 (float32) and
-  ``sqrt(108 ln 2)`` = 8.65 (float64).
+* normal float32 (inverse CDF, one word per value): from ``x``, ``v = float32(x & 0x7fffffff)
+  * 2**-32 + 2**-33`` (float32, in ``(0, 1/2]``), ``z = Phi^-1(v)`` by the cubic of ``v``'s
+  segment in :mod:`pygpukit._normal_icdf_table` (index ``(bits(v) >> 19) - (94 << 4)``, local
+  coordinate ``t = float32 from bits((bits(v) & 0x7ffff) | 0x3f800000) - (1 + 2**-5)``,
+  ``z = fma(fma(fma(c3, t, c2), t, c1), t, c0)`` in float32), and the value is ``z`` with its
+  sign bit flipped when ``x``'s top bit is set.  Every step is exact integer arithmetic or one
+  IEEE float32 rounding (FMAs emulated exactly here), so both backends give the same bits.
+  ``|z| <= 6.33``; the table is within about 1 ulp of the exact quantile.
+* normal float64 (Box-Muller, one pair per two 64-bit words ``(X0, X1)``):
+  ``u1 = float64(X0 >> 11) * 2**-53 + 2**-54`` (in ``(0, 1]``), ``t = (X1 >> 11) * 2**-52``
+  (exact, in ``[0, 2)``), ``rad = sqrt(-2 log(u1))``, ``z0 = rad * cos(pi t)``,
+  ``z1 = rad * sin(pi t)``, computed here with an exact reduction of ``pi t`` (within an ulp of
+  the exact value) and on the GPU with CUDA's ``log``, ``sqrt`` and ``sincospi``: the two agree
+  within a few ulp, not bit for bit.  ``|z| <= sqrt(108 ln 2) = 8.65``.
+* With ``loc``/``scale``, normals are ``loc + scale * z``, rounded after the product and after
+  the sum (no FMA).
 * integers in ``[low, low + span]`` (``span`` = range - 1, up to 2**64 - 1): Lemire's
   multiply-and-reject on 32-bit words when ``span < 2**32``, on 64-bit words otherwise
   (``span == 2**32 - 1`` / ``2**64 - 1`` take the word itself).  A rejected element redraws from
@@ -48,6 +54,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from pygpukit import _normal_icdf_table
 from pygpukit_kernels import RandomDist
 
 M0 = 0xD2511F53
@@ -186,6 +193,52 @@ def uniform(dtype: np.dtype[Any], n: int, key: int, counter: int, stream_id: int
     return converted
 
 
+def fma32(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any],
+          c: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``a * b + c`` on float32 arrays with one rounding, as an IEEE (CUDA ``__fmaf_rn``) FMA.
+
+    The float64 product of two float32 values is exact; the float64 sum ``s`` is exact up to an
+    error ``e`` found by TwoSum.  Rounding ``s`` to float32 is then the correctly rounded
+    result, except when ``s`` falls exactly halfway between two float32 values and ``e != 0``:
+    there the true value lies on ``e``'s side of the tie.  (Normal float32 ranges only.)
+    """
+    p = a.astype(np.float64) * b.astype(np.float64)
+    c64 = c.astype(np.float64)
+    s = p + c64
+    bv = s - p
+    e = (p - (s - bv)) + (c64 - bv)
+    r: np.ndarray[Any, Any] = s.astype(np.float32)
+    tie = (s.view(np.uint64) & _U64(0x1FFFFFFF)) == _U64(0x10000000)
+    fix = tie & (e != 0)
+    if fix.any():
+        r64 = r.astype(np.float64)
+        above = np.where(r64 > s, r, np.nextafter(r, np.float32(np.inf)))
+        below = np.where(r64 < s, r, np.nextafter(r, np.float32(-np.inf)))
+        r = np.where(fix, np.where(e > 0, above, below), r)
+    return r
+
+
+_ICDF = np.array([[float.fromhex(h) for h in row] for row in _normal_icdf_table.COEFFICIENTS],
+                 dtype=np.float32)
+_ICDF_SHIFT = 23 - _normal_icdf_table.SEGMENT_BITS
+
+
+def normal_f32(words: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Standard normal float32 values of 32-bit ``words`` (uint32), one per word (inverse CDF)."""
+    y = words & np.uint32(0x7FFFFFFF)
+    v = y.astype(np.float32) * np.float32(2.0**-32) + np.float32(2.0**-33)  # exact product
+    vb = v.view(np.uint32)
+    idx = (vb >> np.uint32(_ICDF_SHIFT)) - np.uint32(
+        _normal_icdf_table.FIRST_EXPONENT << _normal_icdf_table.SEGMENT_BITS)
+    local = (vb & np.uint32((1 << _ICDF_SHIFT) - 1)) | np.uint32(0x3F800000)
+    t = local.view(np.float32) - np.float32(1.0 + 2.0 ** -(_normal_icdf_table.SEGMENT_BITS + 1))
+    c = _ICDF[idx]
+    z = fma32(fma32(fma32(c[:, 3], t, c[:, 2]), t, c[:, 1]), t, c[:, 0])
+    signed: np.ndarray[Any, Any] = (z.view(np.uint32) ^ (words & np.uint32(0x80000000))).view(
+        np.float32)
+    return signed
+
+
 def normal(dtype: np.dtype[Any], n: int, key: int, counter: int, stream_id: int,
            loc: float = 0.0, scale: float = 1.0) -> np.ndarray[Any, Any]:
     """``n`` standard normal values (float32 or float64), then ``loc + scale * z``."""
@@ -194,19 +247,19 @@ def normal(dtype: np.dtype[Any], n: int, key: int, counter: int, stream_id: int,
         w = words64(key, counter, stream_id, n + (n & 1)).reshape(-1, 2)
         u1 = (w[:, 0] >> _U64(11)).astype(np.float64) * 2.0**-53 + 2.0**-54
         t = (w[:, 1] >> _U64(11)).astype(np.float64) * 2.0**-52
+        with np.errstate(all="ignore"):
+            rad = np.sqrt(-2.0 * np.log(u1))
+        sin, cos = sincospi(t)
+        z = np.empty((rad.size, 2), np.float64)
+        z[:, 0] = rad * cos
+        z[:, 1] = rad * sin
+        out = z.reshape(-1)[:n]
     else:
-        w32 = words32(key, counter, stream_id, n + (n & 1)).reshape(-1, 2)
-        u1_32 = ((w32[:, 0] >> np.uint32(1)).astype(np.int32).astype(np.float32)
-                 * np.float32(2.0**-31) + np.float32(2.0**-32))
-        u1 = u1_32.astype(np.float64)
-        t = (w32[:, 1] >> np.uint32(8)).astype(np.float64) * 2.0**-23
-    with np.errstate(all="ignore"):
-        rad = np.sqrt(-2.0 * np.log(u1))
-    sin, cos = sincospi(t)
-    z = np.empty((rad.size, 2), np.float64)
-    z[:, 0] = rad * cos
-    z[:, 1] = rad * sin
-    out = z.reshape(-1)[:n].astype(dtype)
+        out = np.empty(n, np.float32)
+        for start in range(0, n, 4 * CHUNK_BLOCKS):  # bounds the temporaries
+            stop = min(n, start + 4 * CHUNK_BLOCKS)
+            w32 = words32(key, counter + start // 4, stream_id, stop - start)
+            out[start:stop] = normal_f32(w32)
     if affine:
         out = out * dtype.type(scale) + dtype.type(loc)
     return out
