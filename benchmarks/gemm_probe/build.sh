@@ -19,7 +19,7 @@ KER=$ROOT/packages/pygpukit-kernels
 mkdir -p "$OUTDIR"
 FLAGS=(-O3 -DNDEBUG -std=c++17 --expt-relaxed-constexpr -Xcompiler=-fPIC -Xcompiler=-fvisibility=hidden
        -gencode arch=compute_90a,code=sm_90a
-       -I"$KER/include" -I"$KER/cuda/gemm" -I"$CUT/include" -I"$CUT/tools/util/include"
+       -I"$KER/include" -I"$KER/cuda" -I"$KER/cuda/gemm" -I"$CUT/include" -I"$CUT/tools/util/include"
        -I"$CU/include" -I"$CU/include/cccl")
 COUNT=$(grep -c '^  X([0-9]*,' "$HERE/probe.cu")
 compile() {  # part index (-1: the registry and the C ABI)
