@@ -7,6 +7,7 @@ in the same process on the same GPU.  Its JSON is what the shape -> configuratio
 
     python benchmarks/probe_gemm_configs.py selftest --lib LIB   # no torch: for compute-sanitizer
     python benchmarks/probe_gemm_configs.py sweep --lib LIB --out probe.json
+    python benchmarks/probe_gemm_configs.py sweep --lib LIB --shapes float16:matmul:2048x2048x2048
     python benchmarks/probe_gemm_configs.py table --json probe.json   # the C++ table, no GPU
 
 ``selftest``: each candidate on a few unaligned-to-tile shapes with bias and activation, random
@@ -171,6 +172,9 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="selftest: fewer, smaller shapes")
     parser.add_argument("--budget-s", type=float, default=240.0,
                         help="stop starting new shapes after this many seconds")
+    parser.add_argument("--shapes", type=parse_shapes, default=None,
+                        help="sweep: these shapes instead of the full list, e.g. "
+                             "'float16:matmul:2048x2048x2048,bfloat16:linear:128x14336x4096'")
     args = parser.parse_args()
     if args.mode == "table":
         print(table(json.loads(args.json.read_text())))
@@ -178,10 +182,30 @@ def main() -> None:
     lib = load(args.lib)
     if args.mode == "selftest":
         sys.exit(0 if selftest(lib, args.small) else 1)
-    sweep(lib, args.out, args.budget_s)
+    sweep(lib, args.out, args.budget_s, args.shapes)
 
 
-def sweep(lib: ctypes.CDLL, out_path: Path | None, budget_s: float) -> None:
+def parse_shapes(text: str) -> list[tuple[str, str, int, int, int]]:
+    """``dtype:layout:MxNxK`` items, comma-separated (``--shapes``)."""
+    shapes = []
+    for item in text.split(","):
+        try:
+            dtype, layout, dims = item.strip().split(":")
+            m, n, k = (int(v) for v in dims.lower().split("x"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--shapes: expected dtype:layout:MxNxK items; got {item!r}") from None
+        if dtype not in DTYPE_NAMES.values() or layout not in ("matmul", "linear") or min(
+                m, n, k) < 1:
+            raise argparse.ArgumentTypeError(
+                f"--shapes: dtype one of {sorted(DTYPE_NAMES.values())}, layout matmul or "
+                f"linear, positive sizes; got {item!r}")
+        shapes.append((dtype, layout, m, n, k))
+    return shapes
+
+
+def sweep(lib: ctypes.CDLL, out_path: Path | None, budget_s: float,
+          shapes: list[tuple[str, str, int, int, int]] | None = None) -> None:
     import torch
 
     t_start = time.monotonic()
@@ -223,7 +247,7 @@ def sweep(lib: ctypes.CDLL, out_path: Path | None, budget_s: float) -> None:
     assert lib.probe_launch_floor(stream, 2000, ctypes.byref(floor)) == 0
     report["launch_floor_us"] = floor.value
 
-    for dtype, layout, m, n, k in sweep_shapes():
+    for dtype, layout, m, n, k in shapes or sweep_shapes():
         if time.monotonic() - t_start > budget_s:
             print(f"budget of {budget_s:.0f} s spent: stopping before {dtype} {m}x{n}x{k}")
             report["stopped_early"] = True
