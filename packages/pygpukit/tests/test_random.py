@@ -19,6 +19,9 @@
 from __future__ import annotations
 
 import math
+import re
+from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -26,7 +29,7 @@ import numpy as np
 import pytest
 
 import pygpukit as gp
-from pygpukit import _philox
+from pygpukit import _normal_icdf_table, _philox
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -242,8 +245,6 @@ def test_float32_normals_of_a_seed(backend: str) -> None:
 def test_fma32_is_one_rounding() -> None:
     # Ties of the float64 sum (the double-rounding case) and ordinary values, against exact
     # rational arithmetic rounded to nearest even.
-    from fractions import Fraction
-
     one = np.float32(1.0)
     ulp = np.float32(2.0**-23)
     a = np.array([one + ulp, one + ulp, 3.0, -1.5, 1e-3, 0.1], np.float32)
@@ -265,23 +266,18 @@ def test_fma32_is_one_rounding() -> None:
 
 
 def test_normal_quantile_table_copies_agree() -> None:
-    import re
-    from pathlib import Path
-
-    from pygpukit import _normal_icdf_table as table
-
     header = (Path(__file__).resolve().parents[2] / "pygpukit-kernels" / "cuda"
               / "normal_icdf_table.cuh")
     text = header.read_text()
     body = text[text.index("#define PGK_NORMAL_ICDF_TABLE"):]
     in_header = [float.fromhex(h) for h in re.findall(r"(-?0x[0-9a-f.]+p[-+]\d+)f", body)]
-    in_module = [float.fromhex(h) for row in table.COEFFICIENTS for h in row]
-    assert in_header == in_module and len(in_module) == 4 * len(table.COEFFICIENTS)
+    in_module = [float.fromhex(h) for row in _normal_icdf_table.COEFFICIENTS for h in row]
+    assert in_header == in_module and len(in_module) == 4 * len(_normal_icdf_table.COEFFICIENTS)
     for name in ("SEGMENT_BITS", "FIRST_EXPONENT"):
         value = re.search(rf"#define PGK_NORMAL_ICDF_{name} (\d+)", text)
-        assert value is not None and int(value.group(1)) == getattr(table, name)
+        assert value is not None and int(value.group(1)) == getattr(_normal_icdf_table, name)
     entries = re.search(r"#define PGK_NORMAL_ICDF_ENTRIES (\d+)", text)
-    assert entries is not None and int(entries.group(1)) == len(table.COEFFICIENTS)
+    assert entries is not None and int(entries.group(1)) == len(_normal_icdf_table.COEFFICIENTS)
 
 
 def test_normal_quantile_is_accurate_in_every_segment() -> None:

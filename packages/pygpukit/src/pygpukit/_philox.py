@@ -49,12 +49,12 @@ Distributions (``x`` a 32-bit word, ``X`` a 64-bit word):
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from pygpukit import _normal_icdf_table
 from pygpukit_kernels import RandomDist
 
 M0 = 0xD2511F53
@@ -218,21 +218,30 @@ def fma32(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any],
     return r
 
 
-_ICDF = np.array([[float.fromhex(h) for h in row] for row in _normal_icdf_table.COEFFICIENTS],
-                 dtype=np.float32)
-_ICDF_SHIFT = 23 - _normal_icdf_table.SEGMENT_BITS
+@functools.cache
+def _icdf_table() -> tuple[np.ndarray[Any, Any], int, int]:
+    """The quantile table as float32 ``(entries, 4)``, its segment bits and first exponent.
+
+    Parsed on the first float32 normal draw, not when pygpukit is imported (~7 ms).
+    """
+    from pygpukit import _normal_icdf_table as table
+
+    coefficients = np.array([[float.fromhex(h) for h in row] for row in table.COEFFICIENTS],
+                            dtype=np.float32)
+    return coefficients, table.SEGMENT_BITS, table.FIRST_EXPONENT
 
 
 def normal_f32(words: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Standard normal float32 values of 32-bit ``words`` (uint32), one per word (inverse CDF)."""
+    coefficients, bits, first = _icdf_table()
+    shift = 23 - bits
     y = words & np.uint32(0x7FFFFFFF)
     v = y.astype(np.float32) * np.float32(2.0**-32) + np.float32(2.0**-33)  # exact product
     vb = v.view(np.uint32)
-    idx = (vb >> np.uint32(_ICDF_SHIFT)) - np.uint32(
-        _normal_icdf_table.FIRST_EXPONENT << _normal_icdf_table.SEGMENT_BITS)
-    local = (vb & np.uint32((1 << _ICDF_SHIFT) - 1)) | np.uint32(0x3F800000)
-    t = local.view(np.float32) - np.float32(1.0 + 2.0 ** -(_normal_icdf_table.SEGMENT_BITS + 1))
-    c = _ICDF[idx]
+    idx = (vb >> np.uint32(shift)) - np.uint32(first << bits)
+    local = (vb & np.uint32((1 << shift) - 1)) | np.uint32(0x3F800000)
+    t = local.view(np.float32) - np.float32(1.0 + 2.0 ** -(bits + 1))
+    c = coefficients[idx]
     z = fma32(fma32(fma32(c[:, 3], t, c[:, 2]), t, c[:, 1]), t, c[:, 0])
     signed: np.ndarray[Any, Any] = (z.view(np.uint32) ^ (words & np.uint32(0x80000000))).view(
         np.float32)
