@@ -16,9 +16,10 @@ operands and a NaN-poisoned output, against a naive float32 product (relative Fr
 bench_matmul.py) and its device time (a CUDA graph of 10 products); per candidate and option the
 same two for ours (the stream time from a C++ loop: our host cost without Python's) and the
 relative difference from cuBLAS's product.  Prints the best option per shape.
-``table``: from a sweep's JSON, the library's 16-bit shape table (kTable16 in sm90_gemm.cu): per
-M x N(=K) cell of the sweep, the fastest of the shipped configurations (PRODUCTION), data-parallel,
-by device time (the CUDA graph) where it was taken, else by stream time.
+``table``: from a sweep's JSON, the library's 16-bit shape table of the GPU model it ran on
+(kTable16H100 / kTable16H200 in sm90_gemm.cu): per M x N(=K) cell of the sweep, the fastest of the
+shipped configurations (PRODUCTION), data-parallel, by device time (the CUDA graph) where it was
+taken, else by stream time.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ PRODUCTION = ("f16_coop_128x256_c2x1", "f16_pp_128x128_c1x1", "f16_pp_64x128_c1x
 
 
 def table(report: dict[str, Any]) -> str:
-    """kTable16's initializer from a sweep: the fastest shipped configuration per cell."""
+    """A kTable16 initializer from a sweep: the fastest shipped configuration per cell."""
     cells: dict[tuple[int, int], int] = {}
     for row in report["rows"]:
         if (row["dtype"], row["layout"]) != ("float16", "matmul") or row["n"] != row["k"]:

@@ -91,10 +91,11 @@ inline bool pdl_enabled() {
   return c > 0;
 }
 
-// kernel<<<grid, block, 0, stream>>>(args...), with the PDL attribute where the device takes it.
+// kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute where the device takes
+// it.
 template <typename... KArgs, typename... Args>
-inline void launch_k(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream,
-                     Args&&... args) {
+inline void launch_k_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, Args&&... args) {
   if (pdl_enabled()) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -102,14 +103,21 @@ inline void launch_k(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = block;
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   } else {
-    kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+    kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
   }
+}
+
+// The same without dynamic shared memory.
+template <typename... KArgs, typename... Args>
+inline void launch_k(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream,
+                     Args&&... args) {
+  launch_k_smem(kernel, grid, block, 0, stream, std::forward<Args>(args)...);
 }
 
 // A launch error (bad configuration, no kernel image for this device...) surfaces here.

@@ -355,6 +355,14 @@ def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
     assert name.startswith("sm90" if major == 9 else "sm80"), name
     gp.from_numpy(rand((4, 512), F16, 31)) @ a
     assert a._rt.gemm_last_kernel().startswith("gemv"), a._rt.gemm_last_kernel()
+    if major == 9:
+        # The 16-bit shape table is per GPU model (sm90_gemm.cu): at 2048^3 the H200's takes the
+        # 128x128 ping-pong kernel, the one of every other sm_90 part the 128x256 cooperative one.
+        g = gp.from_numpy(rand((2048, 2048), F16, 36))
+        g @ g
+        want = ("sm90_f16_128x128x64_c1x1_pp_kn" if "H200" in gp.Device(0).name
+                else "sm90_f16_128x256x64_c2x1_coop_kn")
+        assert g._rt.gemm_last_kernel() == want, (gp.Device(0).name, g._rt.gemm_last_kernel())
     # TF32 with a row-major B: on Hopper the transposed-problem kernel, no staged copy of B.
     f = gp.from_numpy(rand((256, 384), F32, 34))
     gp.matmul(f, gp.from_numpy(rand((384, 320), F32, 35)), precision="tf32")
