@@ -462,8 +462,7 @@ int launch(typename F::T* out, int64_t n, const F& f, cudaStream_t st) {
     F g = f;
     g.s.counter += static_cast<uint64_t>(start);  // wraps modulo 2^64, as block_at does
     launch_k_smem(random_kernel<F>, grid_for_blocks<F>(blocks), dim3(threads_of<F>()),
-                  shared_bytes_of<F>(), st, out + first,
-             static_cast<uint32_t>(count), g, vec);
+                  shared_bytes_of<F>(), st, out + first, static_cast<uint32_t>(count), g, vec);
     if (const int rc = launch_status()) return rc;
   }
   return 0;
