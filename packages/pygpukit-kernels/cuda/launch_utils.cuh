@@ -17,32 +17,53 @@ inline unsigned grid_for(int64_t work_items, unsigned block) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
-// The SM count of device `dev`, 0 when it cannot be read: launchers size grids and choose tiles
-// by it on every call, so it is read once per device (a relaxed atomic cache: every thread that
-// races to fill it stores the same value).
-inline int sm_count_of_device(int dev) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices] = {};
-  if (dev < 0 || dev >= kMaxDevices) return 0;
-  int n = cache[dev].load(std::memory_order_relaxed);
-  if (n == 0) {
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-      cudaGetLastError();  // not a launch error: leave nothing for launch_status() to report
-      return 0;
-    }
-    cache[dev].store(n, std::memory_order_relaxed);
+// ---- per-device values, read once ----
+// Launchers consult device attributes on every call; each such value is read once per device
+// into a DeviceCache (a relaxed atomic per device: every thread that races to fill it stores the
+// same value).  0 means "not read yet", so a cached value is never 0.
+constexpr int kMaxDevices = 64;
+using DeviceCache = std::atomic<int>[kMaxDevices];
+
+// `read(dev)` for device `dev`, cached in `cache`; 0 when `read` returns 0 (it could not read:
+// nothing is cached, and the CUDA error, not a launch error, is cleared so that launch_status()
+// does not report it) or when dev < 0.  Devices numbered kMaxDevices and up are read every time.
+template <class Read>
+int cached_per_device(DeviceCache& cache, int dev, Read read) {
+  if (dev < 0) return 0;
+  int v = dev < kMaxDevices ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (v != 0) return v;
+  v = read(dev);
+  if (v == 0) {
+    cudaGetLastError();
+  } else if (dev < kMaxDevices) {
+    cache[dev].store(v, std::memory_order_relaxed);
   }
-  return n;
+  return v;
+}
+
+// The current device, -1 when it cannot be read (the error cleared).
+inline int current_device() {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) {
+    cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
+// The SM count of device `dev`, 0 when it cannot be read: launchers size grids and choose tiles
+// by it on every call.
+inline int sm_count_of_device(int dev) {
+  static DeviceCache cache = {};
+  return cached_per_device(cache, dev, [](int d) {
+    int n = 0;
+    return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, d) == cudaSuccess ? n : 0;
+  });
 }
 
 // The SM count of the current device, `fallback` when it cannot be read.
 inline int current_sm_count(int fallback) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return fallback;
-  }
-  const int n = sm_count_of_device(dev);
+  const int n = sm_count_of_device(current_device());
   return n > 0 ? n : fallback;
 }
 
@@ -72,23 +93,16 @@ __device__ __forceinline__ void pdl_enter() {
 inline bool pdl_enabled() {
   static const int knob = tune_knob("PGK_TUNE_PDL", 1, 0, 1);
   if (!knob) return false;
-  static std::atomic<signed char> cache[64];  // 0 unknown, 1 yes, -1 no
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    cudaGetLastError();
-    return false;
-  }
-  signed char c = cache[dev].load(std::memory_order_relaxed);
-  if (c == 0) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-      cudaGetLastError();
-      major = 0;
-    }
-    c = major >= 9 ? 1 : -1;
-    cache[dev].store(c, std::memory_order_relaxed);
-  }
-  return c > 0;
+  static DeviceCache cache = {};  // 1 yes, -1 no (also when the attribute cannot be read)
+  return cached_per_device(cache, current_device(), [](int d) {
+           int major = 0;
+           if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) !=
+               cudaSuccess) {
+             cudaGetLastError();
+             major = 0;
+           }
+           return major >= 9 ? 1 : -1;
+         }) > 0;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute where the device takes

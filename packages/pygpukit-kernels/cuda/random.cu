@@ -9,7 +9,6 @@
 // can be checked against the NumPy mirror without a GPU.
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -24,7 +23,6 @@ namespace pgk {
 namespace {
 
 constexpr int kInvalid = static_cast<int>(cudaErrorInvalidValue);
-constexpr int kThreads = 256;
 
 using rng::Stream;
 using rng::Words;
@@ -158,19 +156,17 @@ PGK_HD float normal_icdf_f32(uint32_t x, uint32_t one, uint32_t copy_bytes) {
   const uint32_t vb = f32_bits(v);
   constexpr uint32_t kFirst = uint32_t{PGK_NORMAL_ICDF_FIRST_EXPONENT}
                              << PGK_NORMAL_ICDF_SEGMENT_BITS;
-  const uint32_t idx = (vb >> kIcdfShift) - kFirst;
   const float t = fadd(bits_f32((vb & ((1u << kIcdfShift) - 1)) | one),
                        -(1.0f + 1.0f / (2 << PGK_NORMAL_ICDF_SEGMENT_BITS)));  // exact
 #ifdef __CUDA_ARCH__
-  static_assert(kIcdfCopies * sizeof(float4) == 128, "entry stride: idx << 7");
-  // idx * 128 + copy_bytes, from vb's shifted bits (idx + kFirst is vb >> kIcdfShift).
+  static_assert(kIcdfCopies * sizeof(float4) == 128, "entry stride: 128 bytes");
+  // The entry (vb >> kIcdfShift) - kFirst times 128, plus copy_bytes.
   const uint32_t off = ((vb >> (kIcdfShift - 7)) & ~127u) | copy_bytes;
   const float4 c = *reinterpret_cast<const float4*>(reinterpret_cast<const char*>(icdf_shared) +
                                                     (off - kFirst * 128u));
-  (void)idx;
 #else
   (void)copy_bytes;
-  const float4 c = kIcdfHost[idx];
+  const float4 c = kIcdfHost[(vb >> kIcdfShift) - kFirst];
 #endif
   const float z = ffma(ffma(ffma(c.w, t, c.z), t, c.y), t, c.x);
   return bits_f32(f32_bits(z) ^ (x & 0x80000000u));
@@ -305,14 +301,33 @@ struct Choice {
   }
 };
 
-// Philox blocks a thread computes per iteration of the vector-store loop: 2 for the float32
-// normals (the loop's bookkeeping shared by two blocks and more independent work to schedule;
-// 3% faster on an H200 with the former Box-Muller transform), 1 for the rest (memory-bound, or
-// with rejection loops).
+// How random_kernel<F> runs, per distribution:
+//  * kBlocksPerIteration: Philox blocks a thread computes per iteration of the vector-store
+//    loop: 2 for the float32 normals (the loop's bookkeeping shared by two blocks and more
+//    independent work to schedule; 3% faster on an H200 with the former Box-Muller transform),
+//    1 for the rest (memory-bound, or with rejection loops);
+//  * kIcdfTable: the kernel stages the normal quantile table in icdf_shared (Normal32), in
+//    kSharedBytes of dynamic shared memory;
+//  * kThreads per thread block and kMinBlocks per SM it is compiled for: 1024 threads, two
+//    blocks (at most 32 registers per thread) for the float32 normals (two blocks of 1024 fill
+//    an SM's 2048 threads beside their two 64 KiB tables; 256-thread blocks fit three to an SM
+//    and took 91 us on the H200), 256 threads for the rest.
 template <class F>
-struct BlocksPerIteration : std::integral_constant<int, 1> {};
+struct Shape {
+  static constexpr int kBlocksPerIteration = 1;
+  static constexpr bool kIcdfTable = false;
+  static constexpr size_t kSharedBytes = 0;
+  static constexpr int kThreads = 256;
+  static constexpr int kMinBlocks = 1;
+};
 template <>
-struct BlocksPerIteration<Normal32> : std::integral_constant<int, 2> {};
+struct Shape<Normal32> {
+  static constexpr int kBlocksPerIteration = 2;
+  static constexpr bool kIcdfTable = true;
+  static constexpr size_t kSharedBytes = kIcdfSharedBytes;
+  static constexpr int kThreads = 1024;
+  static constexpr int kMinBlocks = 2;
+};
 
 // One kernel for every distribution: a grid-stride loop over Philox blocks, each thread storing
 // the N values of its block with one vector store when `vec` (out aligned to N * sizeof(T)) and
@@ -320,30 +335,6 @@ struct BlocksPerIteration<Normal32> : std::integral_constant<int, 2> {};
 // (a longer fill is several launches, each with its counter advanced), so no 64-bit index
 // arithmetic runs per block (it was ~10% of the instructions of the normal fill).
 constexpr uint32_t kChunkBlocks = 1u << 29;  // N <= 4: fewer than 2^31 elements per launch
-
-// Functors that read the normal quantile table (Normal32): the kernel stages it in icdf_shared.
-template <class F>
-struct UsesIcdfTable : std::false_type {};
-template <>
-struct UsesIcdfTable<Normal32> : std::true_type {};
-
-// Threads per thread block and dynamic shared memory: 1024 threads for the float32 normals (two
-// blocks of 1024 fill an SM's 2048 threads beside their two 64 KiB tables; 256-thread blocks
-// fit three to an SM and took 91 us on the H200), 256 for the rest.
-template <class F>
-constexpr int threads_of() {
-  return UsesIcdfTable<F>::value ? 1024 : kThreads;
-}
-template <class F>
-constexpr size_t shared_bytes_of() {
-  return UsesIcdfTable<F>::value ? kIcdfSharedBytes : 0;
-}
-// Blocks per SM random_kernel<F> is compiled for: two for the normals' 1024-thread blocks (at
-// most 32 registers per thread), one for the rest.
-template <class F>
-constexpr int min_blocks_of() {
-  return UsesIcdfTable<F>::value ? 2 : 1;
-}
 
 template <class F>
 __device__ __forceinline__ void fill(typename F::T* __restrict__ out, uint32_t n, const F& f,
@@ -359,7 +350,7 @@ __device__ __forceinline__ void fill(typename F::T* __restrict__ out, uint32_t n
   uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
   // Two loops rather than one with a test per block: the vector stores, then the rest (the last
   // partial block, or every block when out is not aligned for the vector store).
-  if constexpr (BlocksPerIteration<F>::value == 2) {
+  if constexpr (Shape<F>::kBlocksPerIteration == 2) {
     for (; b + stride < full; b += 2 * stride) {  // b + stride < full < 2^31: no wrap
       const Pack<T, N> p0 = f(b), p1 = f(b + stride);
       reinterpret_cast<Pack<T, N>*>(out)[b] = p0;
@@ -378,9 +369,9 @@ __device__ __forceinline__ void fill(typename F::T* __restrict__ out, uint32_t n
 }
 
 template <class F>
-__global__ void __launch_bounds__(threads_of<F>(), min_blocks_of<F>())
+__global__ void __launch_bounds__(Shape<F>::kThreads, Shape<F>::kMinBlocks)
 random_kernel(typename F::T* __restrict__ out, uint32_t n, F f, bool vec) {
-  if constexpr (UsesIcdfTable<F>::value) {
+  if constexpr (Shape<F>::kIcdfTable) {
     // Constant data: copied before pdl_enter, overlapping the end of the kernel before.
     for (int i = threadIdx.x; i < kIcdfEntries * kIcdfCopies; i += blockDim.x) {
       icdf_shared[i] = kIcdfDevice[i / kIcdfCopies];
@@ -396,41 +387,29 @@ random_kernel(typename F::T* __restrict__ out, uint32_t n, F f, bool vec) {
 // thread blocks (the kernel's occupancy times the SMs; PGK_TUNE_RAND_WAVES waves, default 1,
 // for benchmarking), never more than the work needs.  A single wave keeps every thread's share
 // of the work equal (no tail wave of a few blocks).
-constexpr int kMaxDevices = 64;
-
-int current_device() {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
-    cudaGetLastError();
-    return -1;
-  }
-  return dev;
-}
-
-// Resident blocks of threads_of<F>() threads per SM for random_kernel<F> on device `dev`
+// Resident blocks of Shape<F>::kThreads threads per SM for random_kernel<F> on device `dev`
 // (cached per kernel and device).  The first call on a device also opts the kernel into its
 // dynamic shared memory (over the default 48 KiB for the normals' table); should that fail, the
 // launch reports the error.
 template <class F>
 int blocks_per_sm(int dev) {
-  static std::atomic<int> cache[kMaxDevices];
-  if (dev < 0) return 1;
-  int b = cache[dev].load(std::memory_order_relaxed);
-  if (b == 0) {
-    constexpr size_t smem = shared_bytes_of<F>();
+  static DeviceCache cache = {};
+  const int b = cached_per_device(cache, dev, [](int) {
+    constexpr size_t smem = Shape<F>::kSharedBytes;
     if (smem > 0 && cudaFuncSetAttribute(random_kernel<F>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem)) != cudaSuccess) {
       cudaGetLastError();
     }
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, random_kernel<F>, threads_of<F>(),
-                                                      smem) != cudaSuccess || b < 1) {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, random_kernel<F>, Shape<F>::kThreads,
+                                                      smem) != cudaSuccess || n < 1) {
       cudaGetLastError();
-      b = 1;
+      n = 1;
     }
-    cache[dev].store(b, std::memory_order_relaxed);
-  }
-  return b;
+    return n;
+  });
+  return b > 0 ? b : 1;
 }
 
 template <class F>
@@ -439,7 +418,7 @@ dim3 grid_for_blocks(int64_t philox_blocks) {
   const int dev = current_device();
   const int sms = sm_count_of_device(dev);
   const int64_t cap = int64_t{sms > 0 ? sms : 1} * blocks_per_sm<F>(dev) * waves;
-  int64_t g = (philox_blocks + threads_of<F>() - 1) / threads_of<F>();
+  int64_t g = (philox_blocks + Shape<F>::kThreads - 1) / Shape<F>::kThreads;
   if (g > cap) g = cap;
   return dim3(static_cast<unsigned>(g < 1 ? 1 : g));
 }
@@ -461,8 +440,8 @@ int launch(typename F::T* out, int64_t n, const F& f, cudaStream_t st) {
     const int64_t count = n - first < blocks * F::N ? n - first : blocks * F::N;
     F g = f;
     g.s.counter += static_cast<uint64_t>(start);  // wraps modulo 2^64, as block_at does
-    launch_k_smem(random_kernel<F>, grid_for_blocks<F>(blocks), dim3(threads_of<F>()),
-                  shared_bytes_of<F>(), st, out + first, static_cast<uint32_t>(count), g, vec);
+    launch_k_smem(random_kernel<F>, grid_for_blocks<F>(blocks), dim3(Shape<F>::kThreads),
+                  Shape<F>::kSharedBytes, st, out + first, static_cast<uint32_t>(count), g, vec);
     if (const int rc = launch_status()) return rc;
   }
   return 0;

@@ -13,7 +13,6 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
-#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -571,21 +570,14 @@ inline SelPlan select_plan(int dtype, int64_t cols, int64_t k) {
   if (sort_dtype_size(dtype) > 4 || k > kSelMaxK || k >= cols || cols > (int64_t{1} << 20)) {
     return sp;
   }
-  static std::atomic<int> optin_cache[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    cudaGetLastError();
-    return sp;
-  }
-  int optin = optin_cache[dev].load(std::memory_order_relaxed);
-  if (optin == 0) {
-    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-        cudaSuccess) {
-      cudaGetLastError();
-      return sp;
-    }
-    optin_cache[dev].store(optin, std::memory_order_relaxed);
-  }
+  static DeviceCache optin_cache = {};
+  const int optin = cached_per_device(optin_cache, current_device(), [](int d) {
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, d) == cudaSuccess
+               ? v
+               : 0;
+  });
+  if (optin == 0) return sp;
   sp.threads = cols <= 2048 ? 256 : 1024;
   const size_t fixed = sizeof(SelShared<1024>) + 8 * sizeof(unsigned) + 1024;  // + reserve
   sp.smem = static_cast<size_t>(cols) * 4;

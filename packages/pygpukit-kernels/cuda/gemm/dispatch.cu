@@ -4,13 +4,13 @@
 // only with a column-major B); Hopper -> the SM90a TMA/WGMMA family; sm_80+ -> multistage
 // mma.sync; anything the faster families decline (alignment, layout) -> SIMT.  A family
 // declines with cudaErrorNotSupported before launching anything.
-#include <atomic>
 #include <climits>
 #include <cstdint>
 
 #include <cuda_runtime.h>
 
 #include "gemm_problem.cuh"
+#include "../launch_utils.cuh"  // the library target's include path has no cuda/
 #include "pygpukit_kernels.h"
 
 namespace pgk::gemm {
@@ -18,9 +18,6 @@ namespace {
 
 thread_local const char* t_pending_kernel = "";
 thread_local const char* t_last_kernel = "";
-
-constexpr int kMaxDevices = 64;
-std::atomic<int> g_sm_cache[kMaxDevices];  // 0 = not yet queried
 
 constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -140,19 +137,15 @@ void publish_kernel(bool success) {
 }
 
 int current_sm() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0) return 0;
-  if (device < kMaxDevices) {
-    const int cached = g_sm_cache[device].load(std::memory_order_relaxed);
-    if (cached != 0) return cached;
-  }
-  int major = 0, minor = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return 0;
-  const int sm = 10 * major + minor;
-  if (device < kMaxDevices) g_sm_cache[device].store(sm, std::memory_order_relaxed);
-  return sm;
+  static DeviceCache cache = {};
+  return cached_per_device(cache, current_device(), [](int d) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess) {
+      return 0;
+    }
+    return 10 * major + minor;
+  });
 }
 
 }  // namespace pgk::gemm

@@ -1,7 +1,6 @@
 // Hopper (sm_90a) GEMM family: checks, configuration choice by shape, and the entry points
 // pgk::gemm::sm90_gemm / sm90_workspace_bytes.  The kernels live in sm90_k_*.cu (CUTLASS 3,
 // see sm90_gemm_kernel.cuh); this file includes no CUTLASS header.
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -125,24 +124,15 @@ constexpr Table16 kTable16H200 = {
 // GH200, both HBM3e parts of 132 SMs), else the H100's (every other sm_90 part).  Cached per
 // device: plan_for calls this on every plan-cache miss.
 const Table16& table16() {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<signed char> cache[kMaxDevices];  // 0 unknown, 1 H100 table, 2 H200 table
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
-    cudaGetLastError();
-    return kTable16H100;
-  }
-  signed char c = cache[dev].load(std::memory_order_relaxed);
-  if (c == 0) {
+  static DeviceCache cache = {};  // 1 H100 table, 2 H200 table
+  const int c = cached_per_device(cache, current_device(), [](int d) {
     cudaDeviceProp prop;
-    c = 1;
-    if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
-      if (std::strstr(prop.name, "H200") != nullptr) c = 2;
-    } else {
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
       cudaGetLastError();
+      return 1;
     }
-    cache[dev].store(c, std::memory_order_relaxed);
-  }
+    return std::strstr(prop.name, "H200") != nullptr ? 2 : 1;
+  });
   return c == 2 ? kTable16H200 : kTable16H100;
 }
 
