@@ -386,7 +386,9 @@ def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
         for m, want in ((16, "sm90_f16_64x256x64_c1x1_pp_kn"), (1, "gemv_f16_mma_rowb")):
             gp.from_numpy(rand((m, 4096), F16, 38)) @ w
             assert w._rt.gemm_last_kernel() == want, (m, w._rt.gemm_last_kernel())
-        gp.linear(gp.from_numpy(rand((16, 4096), F16, 39)), w.T)
+        # A linear layer's (N, K) weight is a column-major B.
+        weight = gp.from_numpy(rand((8192, 4096), F16, 39))
+        gp.linear(gp.from_numpy(rand((16, 4096), F16, 39)), weight)
         assert w._rt.gemm_last_kernel() == "gemv_f16_mma_colb", w._rt.gemm_last_kernel()
     # TF32 with a row-major B: on Hopper the transposed-problem kernel, no staged copy of B.
     f = gp.from_numpy(rand((256, 384), F32, 34))
