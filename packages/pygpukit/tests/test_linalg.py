@@ -8,6 +8,7 @@ Results must never contain NaN.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import ml_dtypes
@@ -341,6 +342,22 @@ def test_default_keywords_and_bias_keyword(backend: str, dtype: np.dtype[Any]) -
         gp.matmul(ga, gb, bias=None)  # matmul has no bias
 
 
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
+@pytest.mark.parametrize("m", [2, 5, 16])
+def test_few_rows_against_a_large_weight(backend: str, dtype: np.dtype[Any], m: int) -> None:
+    # n * k = 2**25: on Hopper the TMA kernel for few rows (sm90_gemm.cu's small_m), elsewhere
+    # the streaming kernels; an odd n runs the streaming kernels on every GPU.
+    a = rand((m, 2048), dtype, 40)
+    for n in (16384, 16383):
+        b = _large_weight(dtype, n)
+        check(gp.from_numpy(a) @ gp.from_numpy(b), ref_matmul(a, b), TOL[dtype])
+
+
+@functools.cache
+def _large_weight(dtype: np.dtype[Any], n: int) -> np.ndarray:
+    return rand((2048, n), dtype, 41)
+
+
 @pytest.mark.gpu
 def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
     from pygpukit import _backend
@@ -363,6 +380,16 @@ def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
         want = ("sm90_f16_128x128x64_c1x1_pp_kn" if "H200" in gp.Device(0).name
                 else "sm90_f16_128x256x64_c2x1_coop_kn")
         assert g._rt.gemm_last_kernel() == want, (gp.Device(0).name, g._rt.gemm_last_kernel())
+        # 2..16 rows against a large row-major weight (n * k >= 2**25): the TMA ping-pong
+        # 64x256 kernel; one row, a small weight or a column-major one: the streaming kernels.
+        w = gp.from_numpy(rand((4096, 8192), F16, 37))
+        for m, want in ((16, "sm90_f16_64x256x64_c1x1_pp_kn"), (1, "gemv_f16_mma_rowb")):
+            gp.from_numpy(rand((m, 4096), F16, 38)) @ w
+            assert w._rt.gemm_last_kernel() == want, (m, w._rt.gemm_last_kernel())
+        # A linear layer's (N, K) weight is a column-major B.
+        weight = gp.from_numpy(rand((8192, 4096), F16, 39))
+        gp.linear(gp.from_numpy(rand((16, 4096), F16, 39)), weight)
+        assert w._rt.gemm_last_kernel() == "gemv_f16_mma_colb", w._rt.gemm_last_kernel()
     # TF32 with a row-major B: on Hopper the transposed-problem kernel, no staged copy of B.
     f = gp.from_numpy(rand((256, 384), F32, 34))
     gp.matmul(f, gp.from_numpy(rand((384, 320), F32, 35)), precision="tf32")

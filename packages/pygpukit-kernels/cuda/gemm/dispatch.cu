@@ -109,6 +109,12 @@ cudaError_t run(const Problem& p, int sm, void* ws, size_t ws_bytes, cudaStream_
   // float32 streams well only down K-contiguous columns; a row-major float32 B with small m
   // goes to the tensor-core families instead.
   if (p.m <= 16 && (p.dtype != PGK_FLOAT32 || p.b_col_major)) {
+#if PGK_HAVE_SM90
+    if (sm == 90 && sm90_takes_small_m(p)) {
+      status = sm90_gemm(p, ws, ws_bytes, s);
+      if (!declined(status)) return status;
+    }
+#endif
     status = gemv_gemm(p, s);
     if (!declined(status)) return status;
   }

@@ -56,6 +56,9 @@ void note_kernel(const char* name);
 // and float32 with Precision::Tf32 (a row-major B through the transposed problem).
 cudaError_t sm90_gemm(const Problem& p, void* workspace, size_t workspace_bytes, cudaStream_t s);
 size_t sm90_workspace_bytes(const Problem& p);
+// Whether the Hopper family, not the small-M streaming kernels, takes p (m <= 16): see
+// sm90_gemm.cu's small_m.
+bool sm90_takes_small_m(const Problem& p);
 
 // Ampere-style multistage mma.sync (SASS for sm_80/86/89/90/100/120).  float16, bfloat16,
 // float32 Tf32 and float32 Highest (3xTF32).

@@ -217,7 +217,24 @@ Choice choose_tf32(const Problem& p, int sms) {
   return c;
 }
 
+// ---- a few rows, row-major B -------------------------------------------------------------------
+// 2 <= m <= 16 rows against a large row-major 16-bit B (a decoding step's weight): the TMA
+// ping-pong 64x256 kernel rather than the streaming mma.sync kernels (gemv_half.cu).  Those hold
+// 128 bytes per thread in flight in registers and slow down with the SM clocks: on an H200 right
+// after 1 s of big products (the GPU at its power limit) 16x14336x4096 float16 took 41.5 us
+// there against 36.5 us here (cuBLAS 32.6 us); rested 37.0 against 35.1 us.  One row stays with
+// the streaming kernel (rested 33.6 us against 36.5 us; hot 40.3 against 38.1 us).
+bool small_m(const Problem& p) {
+  return (p.dtype == PGK_FLOAT16 || p.dtype == PGK_BFLOAT16) && !p.b_col_major &&
+         p.batch == 1 && p.m >= 2 && p.m <= 16 && int64_t(p.n) * p.k >= (int64_t(1) << 25);
+}
+
 Choice choose(const Problem& p) {
+  if (small_m(p) && g_force_config == 0) {
+    const bool bf16 = p.dtype == PGK_BFLOAT16;
+    return Choice{bf16 ? bf16_s_kn : f16_s_kn,
+                  bf16 ? "sm90_bf16_64x256x64_c1x1_pp_kn" : "sm90_f16_64x256x64_c1x1_pp_kn", {}};
+  }
   const int sms = current_sm_count(132);
   Choice c = p.dtype == PGK_FLOAT32 ? choose_tf32(p, sms) : choose16(p, sms);
   if (g_force_has_opts) c.opts = g_force_opts;
@@ -275,6 +292,10 @@ void force_config(int config, const RunOpts* opts) {
 }
 
 }  // namespace sm90
+
+bool sm90_takes_small_m(const Problem& p) {
+  return current_sm() == 90 && sm90::supported(p) && sm90::small_m(p);
+}
 
 size_t sm90_workspace_bytes(const Problem& p) {
   if (current_sm() != 90 || !sm90::supported(p)) return 0;

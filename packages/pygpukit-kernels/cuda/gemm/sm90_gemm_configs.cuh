@@ -69,6 +69,11 @@ PGK_SM90_DECLARE(tf32_t256_kn);
 PGK_SM90_DECLARE(tf32_t128_kn);
 PGK_SM90_DECLARE(tf32_t256c1_kn);
 
+// A few rows (2 <= m <= 16) against a large row-major B: ping-pong 64x256x64, no cluster
+// (sm90_k_*_kn_s.cu; sm90_gemm.cu's small_m).
+PGK_SM90_DECLARE(f16_s_kn);
+PGK_SM90_DECLARE(bf16_s_kn);
+
 // Test hook (probe harness / benchmarks): force a configuration (0 = the table's choice; 16-bit:
 // 1 + code; TF32: 1 = t256, 2 = t128, 3 = t256c1 (row-major B)) and, if opts is non-null, the
 // run options.
