@@ -451,6 +451,7 @@ __global__ void __launch_bounds__(Threads)
   extern __shared__ uint32_t keys[];  // cols keys of the row
   __shared__ SelShared<Threads> sh;
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  pdl_enter();
   const uint32_t mask = key_bits >= 32 ? ~0u : ((1u << key_bits) - 1);
   constexpr bool kFloat = Code == PGK_FLOAT16 || Code == PGK_BFLOAT16 || Code == PGK_FLOAT32;
   constexpr int kSize = (Code == PGK_BOOL || Code == PGK_INT8 || Code == PGK_UINT8) ? 1
@@ -561,6 +562,7 @@ struct SelPlan {
   bool use = false;
   int threads = 0;
   size_t smem = 0;
+  int optin = 0;  // the device's opt-in shared memory per block
 };
 
 inline SelPlan select_plan(int dtype, int64_t cols, int64_t k) {
@@ -578,11 +580,29 @@ inline SelPlan select_plan(int dtype, int64_t cols, int64_t k) {
                : 0;
   });
   if (optin == 0) return sp;
+  sp.optin = optin;
   sp.threads = cols <= 2048 ? 256 : 1024;
   const size_t fixed = sizeof(SelShared<1024>) + 8 * sizeof(unsigned) + 1024;  // + reserve
   sp.smem = static_cast<size_t>(cols) * 4;
   sp.use = sp.smem + fixed <= static_cast<size_t>(optin);
   return sp;
+}
+
+// Opts `Kernel` into all the dynamic shared memory the device allows beside its static shared
+// memory (`optin` per block in all), once per device, so that any size select_plan picks may be
+// launched without a cudaFuncSetAttribute per call; false if that failed.
+template <auto Kernel>
+bool smem_opted_in(int optin) {
+  static DeviceCache done = {};  // 1: opted in on that device
+  return cached_per_device(done, current_device(), [optin](int) {
+           cudaFuncAttributes a{};
+           return cudaFuncGetAttributes(&a, Kernel) == cudaSuccess &&
+                          cudaFuncSetAttribute(
+                              Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              optin - static_cast<int>(a.sharedSizeBytes)) == cudaSuccess
+                      ? 1
+                      : 0;
+         }) == 1;
 }
 
 template <int Code>
@@ -592,32 +612,36 @@ int run_select(const void* x, int64_t rows, int64_t cols, int flags, int64_t k,
   const bool with_indices = (flags & PGK_SORT_INDICES) != 0;
   const int key_bits = Code == PGK_BOOL ? 1 : 8 * sort_dtype_size(Code);
   const unsigned grid = static_cast<unsigned>(rows < (int64_t{1} << 20) ? rows : (int64_t{1} << 20));
-  auto launch = [&](auto kernel) {
-    if (sp.smem > 48 * 1024) {
-      const cudaError_t st = cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sp.smem));
-      if (st != cudaSuccess) return static_cast<int>(st);
+  auto launch = [&](auto kernel_tag) {
+    constexpr auto kernel = decltype(kernel_tag)::value;
+    if (sp.smem > 48 * 1024 && !smem_opted_in<kernel>(sp.optin)) {
+      return static_cast<int>(cudaErrorInvalidValue);
     }
-    kernel<<<grid, sp.threads, sp.smem, stream>>>(x, rows, static_cast<int>(cols),
-                                                  static_cast<int>(k), desc, with_indices,
-                                                  with_indices, key_bits, values_out,
-                                                  indices_out);
+    launch_k_smem(kernel, grid, sp.threads, sp.smem, stream, x, rows, static_cast<int>(cols),
+                  static_cast<int>(k), desc, with_indices, with_indices, key_bits, values_out,
+                  indices_out);
     return launch_status();
   };
-  if (sp.threads == 256) return launch(select_rows_kernel<Code, 256>);
-  return launch(select_rows_kernel<Code, 1024>);
+  if (sp.threads == 256) {
+    return launch(std::integral_constant<decltype(&select_rows_kernel<Code, 256>),
+                                         &select_rows_kernel<Code, 256>>{});
+  }
+  return launch(std::integral_constant<decltype(&select_rows_kernel<Code, 1024>),
+                                       &select_rows_kernel<Code, 1024>>{});
 }
 
 }  // namespace
 }  // namespace pgk
 
 extern "C" PGK_API int pgk_sort_workspace_size(int dtype, int64_t rows, int64_t cols, int flags,
-                                               uint64_t* bytes) {
+                                               int64_t k, uint64_t* bytes) {
   using namespace pgk;
   if (bytes == nullptr) return kInvalid;
   int st = check_sort_args(dtype, rows, cols, flags);
   if (st != 0) return st;
-  if (rows == 0 || cols == 0) {
+  if (k < 0 || k > cols) return kInvalid;
+  // Nothing to sort, or rows the select kernel serves (it keeps them in shared memory).
+  if (rows == 0 || cols == 0 || k == 0 || select_plan(dtype, cols, k).use) {
     *bytes = 0;
     return 0;
   }
@@ -642,17 +666,12 @@ extern "C" PGK_API int pgk_sort(const void* x, int dtype, int64_t rows, int64_t 
   auto misaligned = [](const void* ptr, uintptr_t a) {
     return reinterpret_cast<uintptr_t>(ptr) % a != 0;
   };
-  if (misaligned(x, esize) || misaligned(values_out, esize) || misaligned(indices_out, 8) ||
-      workspace == nullptr || misaligned(workspace, kAlign)) {
+  if (misaligned(x, esize) || misaligned(values_out, esize) || misaligned(indices_out, 8)) {
     return kInvalid;
   }
-  SortPlan p;
-  st = make_plan(dtype, rows, cols, flags, &p);
-  if (st != 0) return st;
-  if (workspace_bytes < p.total) return kInvalid;
   auto s = static_cast<cudaStream_t>(stream);
   const SelPlan sp = select_plan(dtype, cols, k);
-  if (sp.use) {  // the workspace is not needed (still required: the caller cannot know)
+  if (sp.use) {  // no workspace (pgk_sort_workspace_size gave 0 bytes)
     return dispatch_code(dtype, [&](auto code) {
       constexpr int C = decltype(code)::value;
       if constexpr (kEightByte<C>) {
@@ -662,6 +681,11 @@ extern "C" PGK_API int pgk_sort(const void* x, int dtype, int64_t rows, int64_t 
       }
     });
   }
+  if (workspace == nullptr || misaligned(workspace, kAlign)) return kInvalid;
+  SortPlan p;
+  st = make_plan(dtype, rows, cols, flags, &p);
+  if (st != 0) return st;
+  if (workspace_bytes < p.total) return kInvalid;
   char* ws = static_cast<char*>(workspace);
   return dispatch_code(dtype, [&](auto code) {
     constexpr int C = decltype(code)::value;

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; callers refuse a library with another value. */
-#define PGK_ABI_VERSION 4
+#define PGK_ABI_VERSION 5
 
 PGK_API int pgk_abi_version(void);
 
@@ -294,9 +294,12 @@ PGK_API const char* pgk_gemm_last_kernel(void);
  * flags has PGK_SORT_INDICES).  Values are x's elements bit for bit, except that a values-only
  * sort of floats writes NaNs as the dtype's default quiet NaN and may order -0.0 before +0.0.
  * Radix sort (CUB) of unsigned keys of 1/2/4/8 bytes; several rows share one sort with the row
- * id above the key bits, or take two stable passes (8-byte dtypes). */
+ * id above the key bits, or take two stable passes (8-byte dtypes).  A top-k (k < cols,
+ * k <= 1024) of rows of keys of at most 4 bytes that fit in the current device's shared memory
+ * is a select in shared memory instead: its workspace query gives 0 bytes (workspace may then be
+ * NULL).  The query takes the k of the call. */
 enum { PGK_SORT_INDICES = 1, PGK_SORT_DESCENDING = 2 };
-PGK_API int pgk_sort_workspace_size(int dtype, int64_t rows, int64_t cols, int flags,
+PGK_API int pgk_sort_workspace_size(int dtype, int64_t rows, int64_t cols, int flags, int64_t k,
                                     uint64_t* bytes);
 PGK_API int pgk_sort(const void* x, int dtype, int64_t rows, int64_t cols, int flags, int64_t k,
                      void* values_out, int64_t* indices_out, void* workspace,

@@ -18,7 +18,7 @@ EXPECTED_SASS = (80, 86, 89, 90, 100, 120)
 
 def test_build_covers_every_supported_arch() -> None:
     info = pk.build_info()
-    assert info.abi == pk.ABI_VERSION == 4
+    assert info.abi == pk.ABI_VERSION == 5
     assert info.sass_archs == EXPECTED_SASS
     assert info.ptx_archs == (120,)  # PTX for the newest arch, JIT-able by future drivers
     assert info.nvcc.startswith("13.0.")
@@ -55,7 +55,7 @@ def test_library_needs_neither_libcuda_nor_libcudart() -> None:
 
 def test_library_loads_without_a_gpu_and_exports_the_abi() -> None:
     lib = pk.load()
-    assert lib.pgk_abi_version() == 4
+    assert lib.pgk_abi_version() == 5
     for symbol in ("pgk_add_f32", "pgk_build_info", "pgk_error_name", "pgk_error_string",
                    "pgk_copy", "pgk_fill", "pgk_arange", "pgk_linspace", "pgk_binary", "pgk_unary",
                    "pgk_where"):
@@ -75,7 +75,7 @@ def test_launcher_rejects_negative_size_before_touching_the_device() -> None:
 
 def test_header_declares_every_exported_launcher() -> None:
     header = pk.header_path().read_text()
-    assert "#define PGK_ABI_VERSION 4" in header
+    assert "#define PGK_ABI_VERSION 5" in header
     assert f"#define PGK_MAX_DIMS {pk.MAX_DIMS}" in header
     for symbol in ("pgk_abi_version", "pgk_build_info", "pgk_add_f32", "pgk_copy", "pgk_fill",
                    "pgk_arange", "pgk_linspace", "pgk_binary", "pgk_unary", "pgk_where",

@@ -30,15 +30,20 @@ def test_header_declares_the_sort_and_scan_launchers() -> None:
 
 def test_sort_workspace_query_validates(lib: ctypes.CDLL) -> None:
     size = ctypes.c_uint64(123)
-    assert lib.pgk_sort_workspace_size(F32, 4, 8, 0, None) == INVALID
-    assert lib.pgk_sort_workspace_size(10, 4, 8, 0, ctypes.byref(size)) == INVALID
-    assert lib.pgk_sort_workspace_size(-1, 4, 8, 0, ctypes.byref(size)) == INVALID
-    assert lib.pgk_sort_workspace_size(F32, -1, 8, 0, ctypes.byref(size)) == INVALID
-    assert lib.pgk_sort_workspace_size(F32, 4, -8, 0, ctypes.byref(size)) == INVALID
-    assert lib.pgk_sort_workspace_size(F32, 4, 8, 4, ctypes.byref(size)) == INVALID  # flag
-    assert lib.pgk_sort_workspace_size(F32, 2**40, 2**40, 0, ctypes.byref(size)) == INVALID
-    assert lib.pgk_sort_workspace_size(F32, 0, 8, IDX, ctypes.byref(size)) == 0
+    assert lib.pgk_sort_workspace_size(F32, 4, 8, 0, 8, None) == INVALID
+    assert lib.pgk_sort_workspace_size(10, 4, 8, 0, 8, ctypes.byref(size)) == INVALID
+    assert lib.pgk_sort_workspace_size(-1, 4, 8, 0, 8, ctypes.byref(size)) == INVALID
+    assert lib.pgk_sort_workspace_size(F32, -1, 8, 0, 8, ctypes.byref(size)) == INVALID
+    assert lib.pgk_sort_workspace_size(F32, 4, -8, 0, 8, ctypes.byref(size)) == INVALID
+    assert lib.pgk_sort_workspace_size(F32, 4, 8, 4, 8, ctypes.byref(size)) == INVALID  # flag
+    assert lib.pgk_sort_workspace_size(F32, 4, 8, 0, 9, ctypes.byref(size)) == INVALID  # k > cols
+    assert lib.pgk_sort_workspace_size(F32, 4, 8, 0, -1, ctypes.byref(size)) == INVALID
+    assert lib.pgk_sort_workspace_size(F32, 2**40, 2**40, 0, 1, ctypes.byref(size)) == INVALID
+    assert lib.pgk_sort_workspace_size(F32, 0, 8, IDX, 8, ctypes.byref(size)) == 0
     assert size.value == 0  # empty: no workspace
+    size.value = 123
+    assert lib.pgk_sort_workspace_size(F32, 4, 8, IDX, 0, ctypes.byref(size)) == 0
+    assert size.value == 0  # k == 0: nothing written
 
 
 def test_sort_validates(lib: ctypes.CDLL) -> None:

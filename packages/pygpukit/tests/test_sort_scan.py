@@ -233,6 +233,35 @@ def test_topk_of_long_rows(backend: str, dtype: np.dtype[Any], cols: int) -> Non
             same(values, np.take_along_axis(x, order, axis=1))
 
 
+@pytest.mark.gpu
+def test_topk_of_rows_in_shared_memory_takes_no_sort_workspace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A top-k the select kernel serves allocates its outputs only (the radix sort's workspace
+    for these rows would be ~100 MiB); a full sort of the same rows does take a workspace."""
+    from pygpukit import _backend
+
+    if (reason := _backend.cuda_unavailable_reason()) is not None:
+        pytest.skip(f"CUDA backend unavailable: {reason}")
+    monkeypatch.setenv(_backend.ENV_BACKEND, "cuda")
+    x = data((256, 16384), np.dtype(np.float32), seed=3, specials=False)
+    g = gp.from_numpy(x)
+    gp.synchronize()
+    before = gp.memory_stats()["allocated_bytes"]
+    gp.reset_peak_memory_stats()
+    values, indices = gp.topk(g, 64)
+    gp.synchronize()
+    outputs = 256 * 64 * (4 + 8)
+    assert gp.memory_stats()["peak_allocated_bytes"] - before <= outputs + (1 << 20)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :64]
+    same(indices, order)
+    same(values, np.take_along_axis(x, order, axis=1))
+    del values, indices
+    gp.reset_peak_memory_stats()
+    gp.sort(g, axis=-1)
+    gp.synchronize()
+    assert gp.memory_stats()["peak_allocated_bytes"] - before > 2 * x.nbytes
+
+
 def test_topk_errors(backend: str) -> None:
     g = gp.from_numpy(np.arange(5, dtype=np.float32))
     with pytest.raises(ValueError, match="k must be in"):

@@ -120,21 +120,22 @@ constexpr Table16 kTable16H200 = {
     {kB, kB, kA, kA},  // M = 4096
 };
 
-// The current device's table: the H200's on a device whose name says H200 (the H200 and the
-// GH200, both HBM3e parts of 132 SMs), else the H100's (every other sm_90 part).  Cached per
-// device: plan_for calls this on every plan-cache miss.
-const Table16& table16() {
-  static DeviceCache cache = {};  // 1 H100 table, 2 H200 table
-  const int c = cached_per_device(cache, current_device(), [](int d) {
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
-      cudaGetLastError();
-      return 1;
-    }
-    return std::strstr(prop.name, "H200") != nullptr ? 2 : 1;
-  });
-  return c == 2 ? kTable16H200 : kTable16H100;
+// Whether the current device's name says H200 (the H200 and the GH200, both HBM3e parts of 132
+// SMs): the tunings measured there (the shape table below, few-row products) apply; every other
+// sm_90 part keeps the H100's.  Cached per device: plan_for asks on every plan-cache miss.
+bool is_h200() {
+  static DeviceCache cache = {};  // 1 no, 2 yes
+  return cached_per_device(cache, current_device(), [](int d) {
+           cudaDeviceProp prop;
+           if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
+             cudaGetLastError();
+             return 1;
+           }
+           return std::strstr(prop.name, "H200") != nullptr ? 2 : 1;
+         }) == 2;
 }
+
+const Table16& table16() { return is_h200() ? kTable16H200 : kTable16H100; }
 
 // Nearest table index of v on a log2 scale: lo -> 0, lo*2 -> 1, ..., clamped to [0, count).
 int bucket(int64_t v, int lo_log2, int count) {
@@ -223,10 +224,13 @@ Choice choose_tf32(const Problem& p, int sms) {
 // 128 bytes per thread in flight in registers and slow down with the SM clocks: on an H200 right
 // after 1 s of big products (the GPU at its power limit) 16x14336x4096 float16 took 41.5 us
 // there against 36.5 us here (cuBLAS 32.6 us); rested 37.0 against 35.1 us.  One row stays with
-// the streaming kernel (rested 33.6 us against 36.5 us; hot 40.3 against 38.1 us).
+// the streaming kernel (rested 33.6 us against 36.5 us; hot 40.3 against 38.1 us).  Only on the
+// H200, where that was measured: on an H100 the streaming kernels ran these rows at 107-111% of
+// cuBLAS (benchmarks/results/matmul-h100.json).
 bool small_m(const Problem& p) {
   return (p.dtype == PGK_FLOAT16 || p.dtype == PGK_BFLOAT16) && !p.b_col_major &&
-         p.batch == 1 && p.m >= 2 && p.m <= 16 && int64_t(p.n) * p.k >= (int64_t(1) << 25);
+         p.batch == 1 && p.m >= 2 && p.m <= 16 && int64_t(p.n) * p.k >= (int64_t(1) << 25) &&
+         is_h200();
 }
 
 Choice choose(const Problem& p) {

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 #: The C ABI version this Python package was written against (``PGK_ABI_VERSION``).
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 #: Most dimensions a strided view may have in ``pgk_copy`` / ``pgk_fill`` (``PGK_MAX_DIMS``).
 MAX_DIMS = 16
@@ -297,7 +297,7 @@ class ScanOp(enum.IntEnum):
 _U64P = ctypes.POINTER(ctypes.c_uint64)
 _LAUNCHERS.update({
     # dtype, rows, cols, flags, bytes (out)
-    "pgk_sort_workspace_size": [_INT, _I64, _I64, _INT, _U64P],
+    "pgk_sort_workspace_size": [_INT, _I64, _I64, _INT, _I64, _U64P],
     # x, dtype, rows, cols, flags, k, values_out, indices_out, workspace, workspace_bytes, stream
     "pgk_sort": [_VP, _INT, _I64, _I64, _INT, _I64, _VP, _VP, _VP, ctypes.c_uint64, _VP],
     # a, dtype, n, sorter, v, m, side_right, out, stream

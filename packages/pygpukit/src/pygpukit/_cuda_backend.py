@@ -570,13 +570,14 @@ class CudaRuntime:
         lib = self.kernels._lib
         rows, cols = x.shape
         code = kernel_code(x.dtype)
-        # The workspace cache of the products holds the sorts' too (5-tuple keys, theirs 16).
-        key = (-1, code, rows, cols, flags)
+        # The workspace cache of the products holds the sorts' too (6-tuple keys, theirs 16).
+        # A top-k the select kernel serves needs none (the query takes k).
+        key = (-1, code, rows, cols, flags, k)
         size = self._gemm_workspace.get(key)
         if size is None:
             query = ctypes.c_uint64(0)
             self.kernels.check("pgk_sort_workspace_size", lib.pgk_sort_workspace_size(
-                code, rows, cols, flags, ctypes.byref(query)))
+                code, rows, cols, flags, k, ctypes.byref(query)))
             size = self._gemm_workspace[key] = query.value
             if len(self._gemm_workspace) > 4096:
                 self._gemm_workspace.clear()

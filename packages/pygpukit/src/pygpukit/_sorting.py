@@ -223,6 +223,13 @@ def topk(x: GPUArray, k: int, axis: int = -1, largest: bool = True,
     (values, indices)
         Of x's shape with ``axis`` of length k.  Ties keep the lower index first.
 
+    Notes
+    -----
+    On the GPU, rows that fit in shared memory (keys of at most 4 bytes, k <= 1024, up to
+    about 55 000 columns on an H100 or H200) are selected in shared memory: no memory beyond the
+    results.  Longer rows, 8-byte dtypes and larger k take a radix sort of whole rows, with a
+    workspace several times the size of x.
+
     Raises
     ------
     TypeError
