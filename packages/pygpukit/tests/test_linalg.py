@@ -345,8 +345,9 @@ def test_default_keywords_and_bias_keyword(backend: str, dtype: np.dtype[Any]) -
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
 @pytest.mark.parametrize("m", [2, 5, 16])
 def test_few_rows_against_a_large_weight(backend: str, dtype: np.dtype[Any], m: int) -> None:
-    # n * k = 2**25: on the H200 the TMA kernel for few rows (sm90_gemm.cu's small_m), elsewhere
-    # the streaming kernels; an odd n runs the streaming kernels on every GPU.
+    # n * k = 2**25, 64 tiles of 256 columns: on the H200 the TMA kernel for few rows
+    # (sm90_gemm.cu's small_m), elsewhere the streaming kernels; an odd n runs the streaming
+    # kernels on every GPU.
     a = rand((m, 2048), dtype, 40)
     for n in (16384, 16383):
         b = _large_weight(dtype, n)
@@ -380,15 +381,19 @@ def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
         want = ("sm90_f16_128x128x64_c1x1_pp_kn" if "H200" in gp.Device(0).name
                 else "sm90_f16_128x256x64_c2x1_coop_kn")
         assert g._rt.gemm_last_kernel() == want, (gp.Device(0).name, g._rt.gemm_last_kernel())
-        # 2..16 rows against a large row-major weight (n * k >= 2**25): on the H200 the TMA
-        # ping-pong 64x256 kernel (the streaming kernels elsewhere); one row, a small weight or
-        # a column-major one: the streaming kernels.
-        w = gp.from_numpy(rand((4096, 8192), F16, 37))
+        # 2..16 rows against a large row-major weight (n * k >= 2**25) of at least ~0.3 x SMs
+        # 256-column tiles: on the H200 the TMA ping-pong 64x256 kernel (the streaming kernels
+        # elsewhere); one row, fewer tiles, a small weight or a column-major one: the streaming
+        # kernels.
+        w = gp.from_numpy(_large_weight(F16, 16384))
         few = ("sm90_f16_64x256x64_c1x1_pp_kn" if "H200" in gp.Device(0).name
                else "gemv_f16_mma_rowb")
         for m, want in ((16, few), (1, "gemv_f16_mma_rowb")):
-            gp.from_numpy(rand((m, 4096), F16, 38)) @ w
+            gp.from_numpy(rand((m, 2048), F16, 38)) @ w
             assert w._rt.gemm_last_kernel() == want, (m, w._rt.gemm_last_kernel())
+        narrow = gp.from_numpy(rand((4096, 8192), F16, 37))  # 32 tiles
+        gp.from_numpy(rand((16, 4096), F16, 38)) @ narrow
+        assert w._rt.gemm_last_kernel() == "gemv_f16_mma_rowb", w._rt.gemm_last_kernel()
         # A linear layer's (N, K) weight is a column-major B.
         weight = gp.from_numpy(rand((8192, 4096), F16, 39))
         gp.linear(gp.from_numpy(rand((16, 4096), F16, 39)), weight)

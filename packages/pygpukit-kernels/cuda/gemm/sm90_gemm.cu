@@ -219,18 +219,25 @@ Choice choose_tf32(const Problem& p, int sms) {
 }
 
 // ---- a few rows, row-major B -------------------------------------------------------------------
-// 2 <= m <= 16 rows against a large row-major 16-bit B (a decoding step's weight): the TMA
-// ping-pong 64x256 kernel rather than the streaming mma.sync kernels (gemv_half.cu).  Those hold
-// 128 bytes per thread in flight in registers and slow down with the SM clocks: on an H200 right
-// after 1 s of big products (the GPU at its power limit) 16x14336x4096 float16 took 41.5 us
-// there against 36.5 us here (cuBLAS 32.6 us); rested 37.0 against 35.1 us.  One row stays with
-// the streaming kernel (rested 33.6 us against 36.5 us; hot 40.3 against 38.1 us).  Only on the
-// H200, where that was measured: on an H100 the streaming kernels ran these rows at 107-111% of
-// cuBLAS (benchmarks/results/matmul-h100.json).
+// 2 <= m <= 16 rows against a large row-major 16-bit B (a decoding step's weight) with enough
+// 256-column tiles to occupy ~30% of the SMs: the TMA ping-pong 64x256 kernel rather than the
+// streaming mma.sync kernels (gemv_half.cu).  Those hold 128 bytes per thread in flight in
+// registers and slow down with the SM clocks: right after 1 s of big products (the GPU at its
+// power limit) they fall to 70-84% of cuBLAS where this kernel holds 82-96% (float16 on an H200,
+// k = 4096: n = 11008, 12288, 14336, 16384, 28672; and 14336 x 8192).  Rested, the streaming
+// kernels are ahead by up to 12 points at n <= 16384.  With fewer tiles the TMA kernel leaves
+// SMs idle: n = 8192 (32 tiles) 62-69% against 82-104%; n = 4096, k = 14336: 40-47% against
+// 78-92%.  One row stays with the streaming kernel (rested 33.6 us against 36.5 us; hot 40.3
+// against 38.1 us).  Only on the H200, where that was measured: on an H100 the streaming
+// kernels ran these rows at 107-111% of cuBLAS (benchmarks/results/matmul-h100.json).
 bool small_m(const Problem& p) {
-  return (p.dtype == PGK_FLOAT16 || p.dtype == PGK_BFLOAT16) && !p.b_col_major &&
-         p.batch == 1 && p.m >= 2 && p.m <= 16 && int64_t(p.n) * p.k >= (int64_t(1) << 25) &&
-         is_h200();
+  static const bool on = tune_knob("PGK_TUNE_SMALL_M", 1, 0, 1) == 1;  // probes: 0 = off
+  if (!on || (p.dtype != PGK_FLOAT16 && p.dtype != PGK_BFLOAT16) || p.b_col_major ||
+      p.batch != 1 || p.m < 2 || p.m > 16 || int64_t(p.n) * p.k < (int64_t(1) << 25)) {
+    return false;
+  }
+  const int64_t tiles = (int64_t(p.n) + 255) / 256;
+  return tiles * 10 >= int64_t(current_sm_count(132)) * 3 && is_h200();
 }
 
 Choice choose(const Problem& p) {
