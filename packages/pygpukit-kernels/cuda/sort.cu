@@ -605,29 +605,32 @@ bool smem_opted_in(int optin) {
          }) == 1;
 }
 
-template <int Code>
-int run_select(const void* x, int64_t rows, int64_t cols, int flags, int64_t k,
-               void* values_out, int64_t* indices_out, const SelPlan& sp, cudaStream_t stream) {
+template <int Code, int Threads>
+int launch_select(const void* x, int64_t rows, int64_t cols, int flags, int64_t k,
+                  void* values_out, int64_t* indices_out, const SelPlan& sp,
+                  cudaStream_t stream) {
+  constexpr auto kernel = &select_rows_kernel<Code, Threads>;
+  if (sp.smem > 48 * 1024 && !smem_opted_in<kernel>(sp.optin)) {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
   const bool desc = (flags & PGK_SORT_DESCENDING) != 0;
   const bool with_indices = (flags & PGK_SORT_INDICES) != 0;
   const int key_bits = Code == PGK_BOOL ? 1 : 8 * sort_dtype_size(Code);
   const unsigned grid = static_cast<unsigned>(rows < (int64_t{1} << 20) ? rows : (int64_t{1} << 20));
-  auto launch = [&](auto kernel_tag) {
-    constexpr auto kernel = decltype(kernel_tag)::value;
-    if (sp.smem > 48 * 1024 && !smem_opted_in<kernel>(sp.optin)) {
-      return static_cast<int>(cudaErrorInvalidValue);
-    }
-    launch_k_smem(kernel, grid, sp.threads, sp.smem, stream, x, rows, static_cast<int>(cols),
-                  static_cast<int>(k), desc, with_indices, with_indices, key_bits, values_out,
-                  indices_out);
-    return launch_status();
-  };
-  if (sp.threads == 256) {
-    return launch(std::integral_constant<decltype(&select_rows_kernel<Code, 256>),
-                                         &select_rows_kernel<Code, 256>>{});
-  }
-  return launch(std::integral_constant<decltype(&select_rows_kernel<Code, 1024>),
-                                       &select_rows_kernel<Code, 1024>>{});
+  launch_k_smem(kernel, grid, Threads, sp.smem, stream, x, rows, static_cast<int>(cols),
+                static_cast<int>(k), desc, with_indices, with_indices, key_bits, values_out,
+                indices_out);
+  return launch_status();
+}
+
+template <int Code>
+int run_select(const void* x, int64_t rows, int64_t cols, int flags, int64_t k,
+               void* values_out, int64_t* indices_out, const SelPlan& sp, cudaStream_t stream) {
+  return sp.threads == 256
+             ? launch_select<Code, 256>(x, rows, cols, flags, k, values_out, indices_out, sp,
+                                        stream)
+             : launch_select<Code, 1024>(x, rows, cols, flags, k, values_out, indices_out, sp,
+                                         stream);
 }
 
 }  // namespace

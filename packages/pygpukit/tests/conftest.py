@@ -107,6 +107,17 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     _backend._reset_for_tests()
 
 
+@pytest.fixture
+def cuda_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The CUDA backend alone, for tests that only mean something on a GPU (mark them ``gpu``:
+    the GPU tier fails tests that skip there)."""
+    if (reason := _cuda_skip_reason()) is not None:
+        pytest.skip(reason)
+    monkeypatch.setenv(_backend.ENV_BACKEND, "cuda")
+    _backend._reset_for_tests()
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_backend() -> Iterator[None]:
     _backend._reset_for_tests()

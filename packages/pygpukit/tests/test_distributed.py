@@ -678,14 +678,9 @@ def test_context_manager_aborts_on_exception(fake: Fake) -> None:
 
 # -- GPU tier --------------------------------------------------------------------------------
 @pytest.fixture
-def cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def cuda(cuda_backend: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The CUDA backend with the machine's NCCL (skips without either)."""
-    reason = _backend.cuda_unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"CUDA backend unavailable: {reason}")
-    monkeypatch.setenv(_backend.ENV_BACKEND, "cuda")
     monkeypatch.delenv(_nccl_lib.ENV_OVERRIDE, raising=False)
-    _backend._reset_for_tests()
     _nccl_lib._reset_for_tests()
     if not dist.is_available():
         pytest.skip(f"NCCL unavailable: {_nccl_lib._failure}")

@@ -360,12 +360,8 @@ def _large_weight(dtype: np.dtype[Any], n: int) -> np.ndarray:
 
 
 @pytest.mark.gpu
-def test_tensor_core_kernels_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pygpukit import _backend
-
-    if (reason := _backend.cuda_unavailable_reason()) is not None:
-        pytest.skip(f"CUDA backend unavailable: {reason}")
-    monkeypatch.setenv(_backend.ENV_BACKEND, "cuda")
+@pytest.mark.usefixtures("cuda_backend")
+def test_tensor_core_kernels_are_used() -> None:
     a = gp.from_numpy(rand((512, 512), F16, 30))
     c = a @ a
     name = c._rt.gemm_last_kernel()

@@ -38,15 +38,10 @@ def parts(backend: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def cuda_parts(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def cuda_parts(cuda_backend: None) -> Iterator[str]:
     """``parts`` on the CUDA backend only (the GPU tests; they fail if skipped on a GPU)."""
     from pygpukit import _backend
 
-    reason = _backend.cuda_unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"CUDA backend unavailable: {reason}")
-    monkeypatch.setenv(_backend.ENV_BACKEND, "cuda")
-    _backend._reset_for_tests()
     gp.configure_partitions(TOTAL)
     yield "cuda"
     gp.synchronize()

@@ -234,15 +234,10 @@ def test_topk_of_long_rows(backend: str, dtype: np.dtype[Any], cols: int) -> Non
 
 
 @pytest.mark.gpu
-def test_topk_of_rows_in_shared_memory_takes_no_sort_workspace(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("cuda_backend")
+def test_topk_of_rows_in_shared_memory_takes_no_sort_workspace() -> None:
     """A top-k the select kernel serves allocates its outputs only (the radix sort's workspace
     for these rows would be ~100 MiB); a full sort of the same rows does take a workspace."""
-    from pygpukit import _backend
-
-    if (reason := _backend.cuda_unavailable_reason()) is not None:
-        pytest.skip(f"CUDA backend unavailable: {reason}")
-    monkeypatch.setenv(_backend.ENV_BACKEND, "cuda")
     x = data((256, 16384), np.dtype(np.float32), seed=3, specials=False)
     g = gp.from_numpy(x)
     gp.synchronize()
