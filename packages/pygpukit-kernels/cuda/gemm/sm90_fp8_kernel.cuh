@@ -19,6 +19,14 @@
 
 #include <cuda_runtime.h>
 
+// Programmatic dependent launch (launch_utils.cuh): the kernels are launched with the PDL
+// attribute (where pdl_enabled()), so a product's CTAs are placed as the previous kernel's exit
+// and run their set-up (barriers, TMA descriptor prefetch) under its tail; CUTLASS's kernels then
+// wait (griddepcontrol.wait, in the warps that read global memory first) before touching memory
+// and signal their dependents once the last tile's mainloop is done.  Defined before any CUTLASS
+// header: it switches those calls on.
+#define CUTLASS_ENABLE_GDC_FOR_SM90 1
+
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/numeric_types.h"
@@ -203,13 +211,22 @@ struct Sm90Fp8Gemm {
     cfg.blockDim = GemmKernel::get_block_shape();
     cfg.dynamicSmemBytes = GemmKernel::SharedStorageSize;
     cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = kClusterM;
-    attr[0].val.clusterDim.y = kClusterN;
-    attr[0].val.clusterDim.z = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n_attr = 0;
+    if (kClusterM * kClusterN > 1) {
+      attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+      attr[n_attr].val.clusterDim.x = kClusterM;
+      attr[n_attr].val.clusterDim.y = kClusterN;
+      attr[n_attr].val.clusterDim.z = 1;
+      ++n_attr;
+    }
+    if (pdl_enabled()) {
+      attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+      ++n_attr;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = kClusterM * kClusterN > 1 ? 1 : 0;
+    cfg.numAttrs = n_attr;
     void* kernel_args[] = {const_cast<Params*>(&params)};
     return cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(&cutlass::device_kernel<GemmKernel>),
                                kernel_args);
