@@ -66,6 +66,12 @@ double wave_fill(int64_t tiles, int sms) {
 // CUPTI kernel device times (us, ours / torch's): M = 1: t 16.6 / 16.7; 8: t 16.9 / 16.3;
 // 16: t 16.9 / 16.3; 32: t 17.1 / 16.4; 64: s 18.5, t 18.2 / 17.5; 128: m 19.9 / 18.7;
 // 256: w 25.4, m 27.2 / 22.7; 512: w 43.8, m 47.3 / 46.5.
+// Since the kernels launch with PDL (sm90_fp8_kernel.cuh), a stream of products overlaps each
+// one's set-up with the previous one's tail: the probe's heuristic column, PDL on / off
+// (PGK_TUNE_PDL=0) in one session, M = 1: 108 / 102; 16: 110 / 101; 128: 106 / 96;
+// 256: 98 / 92; 512: 112 / 107.  A 2x1 cluster on the 128x224 tile (the weight tile multicast
+// to both M-tiles) was measured too and ran as the 1x1 kernel (M = 256: 91.9 / 96.6% against
+// 91.8 / 96.2% in two probes): not kept.
 // So: the swapped 128x32 kernel up to M = 32 (112 tiles of 128 weight rows: one wave; the
 // swapped 64x64 kernel has 224), the swapped 64x64 kernel up to M = 64, the 128x224 kernel where
 // its tiles fill the waves clearly better than 128x128 tiles (M = 256, 512), the 128x128
