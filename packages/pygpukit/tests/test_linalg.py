@@ -117,6 +117,17 @@ def test_batched_and_broadcast(backend: str, dtype: np.dtype[Any]) -> None:
     # Non-contiguous batch (every other matrix).
     check(gbb[::2] @ gbb[::2].swapaxes(1, 2), ref_matmul(bb[::2], bb[::2].swapaxes(1, 2)),
           TOL[dtype])
+    # Batches walked backwards (negative batch strides: the GEMMs take none), for a, b and
+    # out; the fuzz suite's first find was (1, 2, 1, 1)[:, ::-1] @ (1, 1).
+    rev = gbb[::-1]
+    check(rev @ gbb.swapaxes(1, 2), ref_matmul(bb[::-1], bb.swapaxes(1, 2)), TOL[dtype])
+    check(gbb @ rev.swapaxes(1, 2), ref_matmul(bb, bb[::-1].swapaxes(1, 2)), TOL[dtype])
+    tiny = rand((2, 1, 1), dtype, 23)
+    gt = gp.from_numpy(tiny)[::-1][None]
+    check(gt @ gp.from_numpy(tiny[0]), ref_matmul(tiny[::-1][None], tiny[0]), TOL[dtype])
+    out = gp.zeros((5, 12, 12), dtype=dtype)
+    gp.matmul(gbb, gbb.swapaxes(1, 2), out=out[::-1])
+    check(out, ref_matmul(bb, bb.swapaxes(1, 2))[::-1], TOL[dtype])
 
 
 def test_vector_operands_follow_numpy(backend: str) -> None:

@@ -158,6 +158,16 @@ def _rows_usable(x: GPUArray) -> bool:
     return (cols == 1 or cs == es) and (rows == 1 or (rs >= cols * es and rs % es == 0))
 
 
+def _reversed_batch(x: GPUArray) -> bool:
+    """Whether a batch dim of x runs backwards (a ``[::-1]`` view).
+
+    pgk_gemm walks batches with non-negative strides only: such an operand is copied, and
+    such an ``out`` is written through a temporary.
+    """
+    return any(st < 0 for size, st in zip(x.shape[:-2], x.strides[:-2], strict=True)
+               if size > 1)
+
+
 def _cols_usable(x: GPUArray) -> bool:
     """Whether the last two dims are column-major (unit stride along the second-to-last)."""
     rows, cols = x.shape[-2:]
@@ -254,7 +264,7 @@ def _product(op: str, a: GPUArray, b: GPUArray, bias: GPUArray | None, activatio
 
     # Where the result goes: out itself when it has a usable layout and overlaps no input.
     target = out.reshape(full) if out is not None and out.size and _reshapes_to(out, full) else None
-    if target is not None and (not _rows_usable(target) or any(
+    if target is not None and (not _rows_usable(target) or _reversed_batch(target) or any(
             _overlaps(target, x) for x in (a, b, bias) if x is not None)):
         target = None
     if target is None:
@@ -302,8 +312,10 @@ def _launch(op: str, runtime: Runtime, a: GPUArray, b: GPUArray, c: GPUArray, bi
             activation: str | None, precision: Precision, batch: tuple[int, ...],
             stream: Any) -> None:
     """Enqueue the kernels for C = act(A @ B + bias), batch dims broadcast."""
-    if not _rows_usable(a):
+    if not _rows_usable(a) or _reversed_batch(a):
         a = a.copy()
+    if _reversed_batch(b):
+        b = b.copy()
     b_col_major = False
     if not _rows_usable(b):
         if _cols_usable(b):
