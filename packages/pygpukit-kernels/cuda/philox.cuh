@@ -87,6 +87,19 @@ PGK_HD Words block_at(const Stream& s, uint64_t b, uint32_t attempt) {
                 s.stream_id, s.rk);
 }
 
+// block_at(s, b, 0) where the caller guarantees that lo32(counter) + b does not wrap (random.cu
+// ends a launch where the counter's low word wraps): on the device the high word is then a
+// launch constant, which takes a 64-bit add per block and a round's multiply (made on the
+// uniform datapath) out of the per-thread work.
+PGK_HD Words block_in_launch(const Stream& s, uint64_t b) {
+#ifdef __CUDA_ARCH__
+  return philox(static_cast<uint32_t>(s.counter) + static_cast<uint32_t>(b),
+                static_cast<uint32_t>(s.counter >> 32), 0, s.stream_id, s.rk);
+#else
+  return block_at(s, b, 0);
+#endif
+}
+
 PGK_HD uint32_t word32(const Words& w, int j) {
   // A select chain rather than an indexed local array (which would live in local memory).
   return j == 0 ? w.w[0] : j == 1 ? w.w[1] : j == 2 ? w.w[2] : w.w[3];

@@ -362,7 +362,7 @@ enum { PGK_RAND_UNIFORM = 0, PGK_RAND_NORMAL = 1, PGK_RAND_BITS = 2 };
  *   after the sum (no FMA) in float32 (then once to the half type) or float64, with a and b
  *   rounded once to float32 for the 16/32-bit types; a == 0 and b == 1 give u itself.
  * PGK_RAND_NORMAL, float32 (one 32-bit word x per value): the inverse CDF
- *   z = +-Phi^-1(v), v = float32(x & 0x7fffffff) * 2^-32 + 2^-33 in (0, 1/2], by a table of
+ *   z = +-Phi^-1(v), v = |float32(int32(x))| * 2^-32 + 2^-33 in (0, 1/2] (one FMA), by a table of
  *   cubics (cuda/normal_icdf_table.cuh, within ~1 ulp of the exact quantile), the sign from x's
  *   top bit; integer steps and IEEE float32 roundings only, so bit-identical to the NumPy mirror
  *   (pygpukit/_philox.py, which defines it).  float64 (64-bit words): Box-Muller on the pair

@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   else if (what == "u16") emit(Uniform32<1>{s, af, bf, affine}, n);
   else if (what == "ubf") emit(Uniform32<2>{s, af, bf, affine}, n);
   else if (what == "u64") emit(Uniform64{s, a, b, affine}, n);
-  else if (what == "n32") emit(Normal32{s, af, bf, affine}, n);
+  else if (what == "n32" && affine) emit(Normal32<true>{s, af, bf}, n);
+  else if (what == "n32") emit(Normal32<false>{s, af, bf}, n);
   else if (what == "n64") emit(Normal64{s, a, b, affine}, n);
   else if (what == "b32") emit(Bits<uint32_t>{s}, n);
   else if (what == "b64") emit(Bits<unsigned long long>{s}, n);

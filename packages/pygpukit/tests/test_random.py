@@ -163,8 +163,10 @@ def test_golden_values_of_a_seed(backend: str) -> None:
 GOLDEN_INTEGERS = [252, 907, 987, 665, 774, 877, 66, 471]
 GOLDEN_FLOAT64 = [0.45270545784844385, 0.5522846698871586, 0.09760900096858693,
                   0.6475311603248155]
-GOLDEN_NORMAL_F32 = ["-0x1.559bf00000000p-1", "0x1.dd7be80000000p-3", "0x1.008dd00000000p-5",
-                     "0x1.f0e7860000000p-1", "0x1.3249920000000p-1", "0x1.3fbf4c0000000p-2"]
+# Since the float32 normals take v from |int32(x)| (one FMA, no mask), the values of words with
+# the top bit set are those of v' = 1/2 - v before (the first one's word has it clear).
+GOLDEN_NORMAL_F32 = ["-0x1.559bf00000000p-1", "0x1.53d5400000000p+0", "0x1.1eee820000000p+1",
+                     "0x1.b6e42c0000000p-2", "0x1.8283140000000p-1", "0x1.2986500000000p+0"]
 
 
 def test_spawned_generators_are_distinct_and_independent(backend: str) -> None:
@@ -296,9 +298,31 @@ def test_normal_quantile_is_accurate_in_every_segment() -> None:
     big = np.abs(z) > 0.01
     assert float((err[big] / ulp[big]).max()) <= 2.0
     assert float(err.max()) <= 5e-7
-    # The top bit is the sign: the same magnitudes, negated.
-    np.testing.assert_array_equal(_philox.normal_f32(y | np.uint32(0x80000000)),
-                                  -_philox.normal_f32(y))
+    # The top bit is the sign: the word 2**32 - y (|int32| = y) gives the same magnitude, negated.
+    pos = y[y > 0]
+    np.testing.assert_array_equal(_philox.normal_f32(np.uint32(0) - pos), -_philox.normal_f32(pos))
+    assert _philox.normal_f32(np.array([0x80000000], np.uint32))[0] == 0  # v = 1/2
+
+
+@pytest.mark.parametrize("counter", [(1 << 32) - 1000, (1 << 64) - 1000])
+def test_fills_across_a_counter_word_wrap_are_the_definition(backend: str, counter: int) -> None:
+    # The blocks of these fills cross lo32(counter) = 2**32 - 1 (and 2**64 - 1): the device ends
+    # a launch there, its float32 normals taking the counter's high word as a launch constant.
+    rng = gp.random.default_rng(5)
+    saved = rng.bit_generator.state
+    saved["state"]["counter"] = counter
+    rng.bit_generator.state = saved
+    n = 4 * 3000 + 3
+    for loc, scale in [(0.0, 1.0), (1.5, 2.0)]:
+        key, start, sid = state(rng)
+        got = rng.normal(loc, scale, n, dtype=np.float32).to_numpy()
+        expected = _philox.normal(np.dtype(np.float32), n, key, start, sid, loc, scale)
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+    key, start, sid = state(rng)
+    got = rng.random(n, dtype=np.float32).to_numpy()
+    expected = _philox.uniform(np.dtype(np.float32), n, key, start, sid)
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+    assert state(rng)[1] == (counter + 3 * ((n + 3) // 4)) % (1 << 64)
 
 
 @pytest.mark.parametrize("dtype", INTS, ids=str)

@@ -21,8 +21,9 @@ Distributions (``x`` a 32-bit word, ``X`` a 64-bit word):
   ``low``/``scale``: ``low + scale * u`` rounded after the product and after the sum (no FMA), in
   float32 for the 16/32-bit types (then rounded once to the half type), in float64 for float64.
   Bit-identical on both backends.
-* normal float32 (inverse CDF, one word per value): from ``x``, ``v = float32(x & 0x7fffffff)
-  * 2**-32 + 2**-33`` (float32, in ``(0, 1/2]``), ``z = Phi^-1(v)`` by the cubic of ``v``'s
+* normal float32 (inverse CDF, one word per value): from ``x``, ``y = |int32(x)|`` (``x`` or
+  ``2**32 - x``) and ``v = float32(y) * 2**-32 + 2**-33`` (float32, the conversion and the sum
+  each rounded once, in ``(0, 1/2]``), ``z = Phi^-1(v)`` by the cubic of ``v``'s
   segment in :mod:`pygpukit._normal_icdf_table` (index ``(bits(v) >> 19) - (94 << 4)``, local
   coordinate ``t = float32 from bits((bits(v) & 0x7ffff) | 0x3f800000) - (1 + 2**-5)``,
   ``z = fma(fma(fma(c3, t, c2), t, c1), t, c0)`` in float32), and the value is ``z`` with its
@@ -235,7 +236,9 @@ def normal_f32(words: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Standard normal float32 values of 32-bit ``words`` (uint32), one per word (inverse CDF)."""
     coefficients, bits, first = _icdf_table()
     shift = 23 - bits
-    y = words & np.uint32(0x7FFFFFFF)
+    # |int32(x)| (x, or 2**32 - x: at most 2**31, a uint32): the device converts the signed word
+    # and takes |.| in its FMA.
+    y = np.where(words >= np.uint32(0x80000000), np.uint32(0) - words, words)
     v = y.astype(np.float32) * np.float32(2.0**-32) + np.float32(2.0**-33)  # exact product
     vb = v.view(np.uint32)
     idx = (vb >> np.uint32(shift)) - np.uint32(first << bits)
