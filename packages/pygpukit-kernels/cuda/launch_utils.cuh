@@ -105,15 +105,23 @@ inline bool pdl_enabled() {
          }) > 0;
 }
 
+// Appends the PDL launch attribute to attrs (n of them so far) where pdl_enabled(); returns the
+// new count.  Used by launch_k_smem and by the sm_90a FP8 GEMMs' cudaLaunchKernelExC (beside
+// their cluster attribute); scan.cu hands the flag to CUB's launcher, which builds its own.
+inline unsigned add_pdl_attribute(cudaLaunchAttribute* attrs, unsigned n) {
+  if (!pdl_enabled()) return n;
+  attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[n].val.programmaticStreamSerializationAllowed = 1;
+  return n + 1;
+}
+
 // kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute where the device takes
 // it.
 template <typename... KArgs, typename... Args>
 inline void launch_k_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
                           cudaStream_t stream, Args&&... args) {
-  if (pdl_enabled()) {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[1];
+  if (add_pdl_attribute(attr, 0) == 1) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = block;

@@ -9,7 +9,6 @@
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_store.cuh>
-#include <cub/device/device_scan.cuh>
 #include <cub/device/dispatch/dispatch_scan.cuh>
 #include <cuda/std/functional>
 

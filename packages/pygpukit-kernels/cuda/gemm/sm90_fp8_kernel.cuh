@@ -220,11 +220,7 @@ struct Sm90Fp8Gemm {
       attr[n_attr].val.clusterDim.z = 1;
       ++n_attr;
     }
-    if (pdl_enabled()) {
-      attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
-      ++n_attr;
-    }
+    n_attr = add_pdl_attribute(attr, n_attr);
     cfg.attrs = attr;
     cfg.numAttrs = n_attr;
     void* kernel_args[] = {const_cast<Params*>(&params)};
