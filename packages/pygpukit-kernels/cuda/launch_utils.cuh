@@ -82,9 +82,17 @@ inline int tune_knob(const char* name, int dflt, int lo, int hi) {
 // completed and its writes are visible), which hides the launch gap between back-to-back
 // kernels.  Kernels launched this way must call pdl_enter() before any global memory access;
 // it is a no-op when the kernel was launched without the attribute or below sm_90.
-__device__ __forceinline__ void pdl_enter() {
+// pdl_wait() alone waits without signalling this kernel's own dependents (for a kernel whose
+// dependents should not be placed before it ends: scan.cu's scan kernel).
+__device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }

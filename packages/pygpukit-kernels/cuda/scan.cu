@@ -172,15 +172,13 @@ __global__ void scan_init_kernel(TileState tile_state, int num_tiles) {
   tile_state.InitializeStatus(num_tiles);
 }
 
-// CUB's DeviceScanKernel (the same agent, policy and launch bounds) after a griddepcontrol.wait.
+// CUB's DeviceScanKernel (the same agent, policy and launch bounds) after pdl_wait().
 template <typename ChainedPolicy, typename In, typename Out, typename TileState, typename ScanOp,
           typename Offset, typename AccumT>
 __launch_bounds__(int(ChainedPolicy::ActivePolicy::ScanPolicyT::BLOCK_THREADS))
     __global__ void scan_kernel(In d_in, Out d_out, TileState tile_state, int start_tile,
                                 ScanOp scan_op, cub::NullType init, Offset num_items) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  pdl_wait();
   using Agent = cub::detail::scan::AgentScan<typename ChainedPolicy::ActivePolicy::ScanPolicyT,
                                              In, Out, ScanOp, cub::NullType, Offset, AccumT,
                                              false>;
