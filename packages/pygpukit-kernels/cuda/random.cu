@@ -3,7 +3,8 @@
 // The streams are defined in pygpukit/_philox.py (see also philox.cuh and the header).  One
 // kernel template runs every distribution: a grid-stride loop over Philox blocks where one thread
 // computes one block (four 32-bit words) per iteration and stores the 4 (32-bit outputs) or 2
-// (64-bit outputs) values a block gives with one vector store where the output is aligned for it.
+// (64-bit outputs) values a block gives with one vector store where the output is aligned for it
+// (int64 values from 32-bit words, four per block, go out a warp at a time through shared memory).
 // What a block gives is a host/device functor per distribution, so a host build of this file
 // can be checked against the NumPy mirror without a GPU.
 #include <cuda_runtime.h>
@@ -338,6 +339,38 @@ struct Shape<Normal32<Affine>> {
 // arithmetic runs per block (it was ~10% of the instructions of the normal fill).
 constexpr uint32_t kChunkBlocks = 1u << 29;  // N <= 4: fewer than 2^31 elements per launch
 
+// The vector loop of fill() for 32-byte packs (int64 from 32-bit words: four 8-byte values per
+// block).  Stored directly, each lane's pack is two 16-byte stores 32 bytes apart, so every warp
+// store instruction half-fills 32 sectors; here a warp's 32 packs (1 KiB, contiguous in out) go
+// through shared memory and leave as two fully coalesced 512-byte stores.  Warps whose blocks
+// are not all below `full` (the last of the loop) store their packs directly.
+template <class F>
+__device__ __forceinline__ void store_through_warp_stage(typename F::T* __restrict__ out,
+                                                         uint32_t full, uint32_t b,
+                                                         uint32_t stride, const F& f) {
+  using P = Pack<typename F::T, F::N>;
+  static_assert(sizeof(P) == 32, "two 16-byte halves per pack");
+  __shared__ uint4 stage[Shape<F>::kThreads * 2];
+  const uint32_t lane = threadIdx.x & 31;
+  uint4* warp_stage = stage + (threadIdx.x - lane) * 2;
+  uint4* o = reinterpret_cast<uint4*>(out);
+  for (uint32_t first = b - lane; first < full; first += stride) {  // warp-uniform
+    const uint32_t c = first + lane;
+    if (first + 32 <= full) {
+      const P p = f(c);
+      const uint4* half = reinterpret_cast<const uint4*>(&p);
+      warp_stage[2 * lane] = half[0];
+      warp_stage[2 * lane + 1] = half[1];
+      __syncwarp();
+      o[2 * first + lane] = warp_stage[lane];
+      o[2 * first + 32 + lane] = warp_stage[32 + lane];
+      __syncwarp();
+    } else if (c < full) {
+      reinterpret_cast<P*>(out)[c] = f(c);
+    }
+  }
+}
+
 template <class F>
 __device__ __forceinline__ void fill(typename F::T* __restrict__ out, uint32_t n, const F& f,
                                      bool vec) {
@@ -362,7 +395,11 @@ __device__ __forceinline__ void fill(typename F::T* __restrict__ out, uint32_t n
       if (i + j < n) out[i + j] = p.v[j];
     }
   }
-  for (; b < full; b += stride) reinterpret_cast<Pack<T, N>*>(out)[b] = f(b);
+  if constexpr (sizeof(Pack<T, N>) == 32) {
+    store_through_warp_stage(out, full, b, stride, f);
+  } else {
+    for (; b < full; b += stride) reinterpret_cast<Pack<T, N>*>(out)[b] = f(b);
+  }
 }
 
 template <class F>

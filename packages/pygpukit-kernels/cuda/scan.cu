@@ -134,19 +134,29 @@ struct CubOp<A, ProdOp> {
 // float32 sums on sm_90: CUB's tuning (128 threads x 24 items) with bigger tiles, 128 x 32
 // items (fewer tiles, so fewer look-backs per byte): on an H200, 2^26 elements, 77% of the
 // device-to-device copy bandwidth against 72% for 128 x 24 (also measured: 256 x 16..32,
-// 384 x 20, 512 x 16..20, other look-back delays, vectorized and streaming loads: 67-74%;
-// 128 x 28..48, 160 x 32, 192 x 32, a raking block scan, streaming stores: 71-79%, none
-// faster than 128 x 32 beyond run-to-run noise).
+// 384 x 20, 512 x 16..20, vectorized and streaming loads: 67-74%; 128 x 28..48, 160 x 32,
+// 192 x 32, a raking block scan, streaming stores: 71-79%, none faster than 128 x 32 beyond
+// run-to-run noise).
+// The look-back's delays (CUB's fixed_delay_constructor_t<retry, first>: a block sleeps `first`
+// ns after publishing its aggregate, then `retry` ns between reads of an unfinished window):
+// CUB's sm_90 pair, 688 / 1140, except on long scans, where a first sleep in 2200..3500 ns ran
+// 2.5% faster (H200, 2^26 elements, 3 rounds: 81.2-81.7% of the copy against 79.0-79.5%; 1.6%
+// at 2^25, 1.2% at 2^24, equal at 2^23).  Below that the long sleep cost up to 17% (2^22: 13.2
+// against 11.3 us).  1600 and 2000 ns ran as 1140, 4500 ns at 71%; retries of 350..1500 ns
+// were equal, CUB's exponential back-off variants 1.5-5% slower.
 // Other architectures keep CUB's own chain (its sm_100 tuning above, its defaults below).
+constexpr int64_t kLongScanItems = int64_t{1} << 23;  // above this: the long first sleep
+
 using F32SumPolicies = cub::detail::scan::policy_hub<float, float, float, unsigned,
                                                      ::cuda::std::plus<float>>;
+template <unsigned FirstSleepNs>
 struct F32SumHub {
   struct Policy900 : cub::ChainedPolicy<900, Policy900, F32SumPolicies::Policy860> {
     using ScanPolicyT =
         cub::AgentScanPolicy<128, 32, float, cub::BLOCK_LOAD_WARP_TRANSPOSE, cub::LOAD_DEFAULT,
                              cub::BLOCK_STORE_WARP_TRANSPOSE, cub::BLOCK_SCAN_WARP_SCANS,
                              cub::detail::MemBoundScaling<128, 32, float>,
-                             cub::detail::fixed_delay_constructor_t<688, 1140>>;
+                             cub::detail::fixed_delay_constructor_t<688, FirstSleepNs>>;
   };
   struct Policy1000 : cub::ChainedPolicy<1000, Policy1000, Policy900> {
     using ScanPolicyT = F32SumPolicies::Policy1000::ScanPolicyT;
@@ -229,8 +239,12 @@ int device_scan(void* temp, size_t* temp_bytes, const T* x, T* out, int64_t n,
   // were made with them).
   if (n <= INT32_MAX) {
     if constexpr (std::is_same_v<T, float> && std::is_same_v<Op, SumOp>) {
-      return pdl_device_scan<F32SumHub, A, CubOpT>(temp, temp_bytes, in, o,
-                                                   static_cast<unsigned>(n), stream);
+      const auto items = static_cast<unsigned>(n);
+      return n > kLongScanItems
+                 ? pdl_device_scan<F32SumHub<3000>, A, CubOpT>(temp, temp_bytes, in, o, items,
+                                                               stream)
+                 : pdl_device_scan<F32SumHub<1140>, A, CubOpT>(temp, temp_bytes, in, o, items,
+                                                               stream);
     } else {
       using Hub = cub::detail::scan::policy_hub<A, A, A, unsigned, CubOpT>;
       return pdl_device_scan<Hub, A, CubOpT>(temp, temp_bytes, in, o, static_cast<unsigned>(n),

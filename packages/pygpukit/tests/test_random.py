@@ -341,6 +341,19 @@ def test_integers_are_the_definition_bit_for_bit(backend: str, dtype: np.dtype[A
         assert int(got.min()) >= lo and int(got.max()) <= top
 
 
+@pytest.mark.parametrize("n", [2_000_003, 4 * 32 * 7 + 4])
+def test_int64_integers_over_several_grid_rounds_are_the_definition(backend: str,
+                                                                     n: int) -> None:
+    # int64 values from 32-bit words leave the device a warp (128 values) at a time through
+    # shared memory: several rounds of the grid-stride loop and a last partial warp (2_000_003),
+    # and whole warps plus one lone block (4 * 32 * 7 + 4).
+    rng = gp.random.default_rng(43)
+    key, counter, sid = state(rng)
+    got = rng.integers(-7, 1000, n, dtype=np.int64).to_numpy()
+    np.testing.assert_array_equal(got, _philox.integers(np.dtype(np.int64), n, -7, 1006, key,
+                                                        counter, sid))
+
+
 @pytest.mark.parametrize(("low", "high"), [
     (0, 3_000_000_000),        # 32-bit words, rejection probability ~ 0.3
     (-(1 << 63), 1 << 62),     # 64-bit words, rejection probability ~ 0.25
