@@ -238,8 +238,8 @@ int device_scan(void* temp, size_t* temp_bytes, const T* x, T* out, int64_t n,
   // 32-bit offsets where they suffice: cheaper index arithmetic in CUB's agent (the tunings
   // were made with them).
   if (n <= INT32_MAX) {
+    const auto items = static_cast<unsigned>(n);
     if constexpr (std::is_same_v<T, float> && std::is_same_v<Op, SumOp>) {
-      const auto items = static_cast<unsigned>(n);
       return n > kLongScanItems
                  ? pdl_device_scan<F32SumHub<3000>, A, CubOpT>(temp, temp_bytes, in, o, items,
                                                                stream)
@@ -247,8 +247,7 @@ int device_scan(void* temp, size_t* temp_bytes, const T* x, T* out, int64_t n,
                                                                stream);
     } else {
       using Hub = cub::detail::scan::policy_hub<A, A, A, unsigned, CubOpT>;
-      return pdl_device_scan<Hub, A, CubOpT>(temp, temp_bytes, in, o, static_cast<unsigned>(n),
-                                             stream);
+      return pdl_device_scan<Hub, A, CubOpT>(temp, temp_bytes, in, o, items, stream);
     }
   }
   using Hub = cub::detail::scan::policy_hub<A, A, A, unsigned long long, CubOpT>;
