@@ -163,7 +163,7 @@ def test_golden_values_of_a_seed(backend: str) -> None:
 GOLDEN_INTEGERS = [252, 907, 987, 665, 774, 877, 66, 471]
 GOLDEN_FLOAT64 = [0.45270545784844385, 0.5522846698871586, 0.09760900096858693,
                   0.6475311603248155]
-# Since the float32 normals take v from |int32(x)| (one FMA, no mask), the values of words with
+# Since the float32 normals take v from |int32(x)| (one rounding, no mask), the values of words with
 # the top bit set are those of v' = 1/2 - v before (the first one's word has it clear).
 GOLDEN_NORMAL_F32 = ["-0x1.559bf00000000p-1", "0x1.53d5400000000p+0", "0x1.1eee820000000p+1",
                      "0x1.b6e42c0000000p-2", "0x1.8283140000000p-1", "0x1.2986500000000p+0"]

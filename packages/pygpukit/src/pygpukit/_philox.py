@@ -237,7 +237,7 @@ def normal_f32(words: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     coefficients, bits, first = _icdf_table()
     shift = 23 - bits
     # |int32(x)| (x, or 2**32 - x: at most 2**31, a uint32): the device converts the signed word
-    # and takes |.| in its FMA.
+    # and takes |.| as an operand modifier of its add.
     y = np.where(words >= np.uint32(0x80000000), np.uint32(0) - words, words)
     v = y.astype(np.float32) * np.float32(2.0**-32) + np.float32(2.0**-33)  # exact product
     vb = v.view(np.uint32)
